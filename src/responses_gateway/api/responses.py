@@ -1,0 +1,65 @@
+"""POST /v1/responses: validate, open the upstream, then stream or return the final object."""
+
+from __future__ import annotations
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..composer import Composer
+from ..generation import UpstreamError
+from ..pipeline import run
+from ..protocol.items import normalize_input
+from ..protocol.request import parse_request
+from ..protocol.response import skeleton
+from ..protocol.tools import normalize_tools
+from ..upstreams.base import Call
+from .errors import APIError, error_response, unsupported
+from .streaming import EventStreamResponse
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    too_large = APIError(413, f"Request body too large: the limit is {limit} bytes.", code="request_too_large")
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > limit:
+        raise too_large
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def create_response(request: Request) -> Response:
+    state = request.app.state
+    settings = state.settings
+    req = parse_request(await read_body(request, settings.max_body_bytes))
+    if req.previous_response_id is not None:
+        raise unsupported("previous_response_id", "Chaining with previous_response_id")
+    items = normalize_input(req.input)
+    tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools)
+    call = Call(req, items, tools, req.instructions)
+    include = req.include or ()
+    composer = Composer(
+        skeleton(req, tools),
+        logprobs="message.output_text.logprobs" in include,
+        encrypted_reasoning="reasoning.encrypted_content" in include,
+    )
+    try:
+        stream = await state.upstream.open(call)
+    except UpstreamError as exc:
+        raise APIError(exc.status, exc.message, type=exc.type, param=exc.param, code=exc.code) from None
+    batches = run(composer, stream)
+    if req.stream:
+        return EventStreamResponse(batches)
+    async for _ in batches:
+        pass
+    final = composer.final
+    if final["status"] == "failed":
+        error = final["error"] or {}
+        return error_response(502, {"error": {"message": error.get("message"), "type": "server_error",
+                                              "param": None, "code": error.get("code")}})
+    return Response(orjson.dumps(final), media_type="application/json")

@@ -1,0 +1,52 @@
+"""The SSE sink: an ASGI response that writes each batch of events in one send and ends with [DONE].
+
+A client that goes away is noticed at once (a task waits on `http.disconnect`), and the pump is
+cancelled, which closes the upstream request: nobody pays for tokens no one will read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from ..sse import DONE, encode_all
+
+HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class EventStreamResponse:
+    def __init__(self, batches: AsyncIterator[list[dict]]):
+        self.batches = batches
+
+    async def __call__(self, scope, receive, send) -> None:
+        task = asyncio.current_task()
+        gone = False
+
+        async def watch() -> None:
+            nonlocal gone
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    gone = True
+                    task.cancel()
+                    return
+
+        watcher = asyncio.create_task(watch())
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+            async for events in self.batches:
+                await send({"type": "http.response.body", "body": encode_all(events), "more_body": True})
+            await send({"type": "http.response.body", "body": DONE, "more_body": False})
+        except asyncio.CancelledError:
+            if not gone:
+                raise
+            task.uncancel()
+        except OSError:  # the server reports a send to a closed connection
+            pass
+        finally:
+            watcher.cancel()
+            await self.batches.aclose()

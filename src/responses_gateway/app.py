@@ -1,0 +1,95 @@
+"""The ASGI application: routes, error handlers, and the upstream's lifetime."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+import orjson
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from .api.errors import SERVER_ERROR, APIError, error_response
+from .api.responses import create_response
+from .config import Settings
+from .generation import UpstreamError
+from .upstreams.chat_completions import ChatCompletionsUpstream
+from .upstreams.demo import DemoUpstream
+
+log = logging.getLogger("responses_gateway")
+
+
+def make_upstream(settings: Settings):
+    return DemoUpstream() if settings.is_demo else ChatCompletionsUpstream(settings)
+
+
+async def health(request: Request) -> Response:
+    return Response(b'{"status":"ok"}', media_type="application/json")
+
+
+async def list_models(request: Request) -> Response:
+    try:
+        models = await request.app.state.upstream.list_models()
+    except UpstreamError as exc:
+        raise APIError(exc.status, exc.message, type=exc.type, code=exc.code) from None
+    return Response(orjson.dumps({"object": "list", "data": models}), media_type="application/json")
+
+
+async def responses_websocket(websocket: WebSocket) -> None:
+    """WebSocket mode is not implemented: refuse the upgrade with a 4xx so clients fall back to HTTP."""
+    body = APIError(426, "WebSocket mode is not supported by this gateway; use HTTP POST /v1/responses.",
+                    code="websocket_not_supported").body()
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        await websocket.send_denial_response(error_response(426, body))
+    else:
+        await websocket.close(code=1008)
+
+
+async def on_api_error(request: Request, exc: APIError) -> Response:
+    return exc.response()
+
+
+async def on_http_error(request: Request, exc: HTTPException) -> Response:
+    message = f"Invalid URL ({request.method} {request.url.path})" if exc.status_code in (404, 405) \
+        else str(exc.detail)
+    return error_response(exc.status_code, APIError(exc.status_code, message, code=None).body())
+
+
+async def on_unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return SERVER_ERROR.response()
+
+
+def create_app(settings: Settings, upstream=None) -> Starlette:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        app.state.settings = settings
+        app.state.upstream = upstream or make_upstream(settings)
+        try:
+            yield
+        finally:
+            await app.state.upstream.close()
+
+    return Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/v1/models", list_models, methods=["GET"]),
+            Route("/v1/responses", create_response, methods=["POST"]),
+            WebSocketRoute("/v1/responses", responses_websocket),
+        ],
+        exception_handlers={APIError: on_api_error, HTTPException: on_http_error, Exception: on_unexpected},
+        lifespan=lifespan,
+    )
+
+
+def app_from_env() -> Starlette:
+    """The factory each worker process calls when `--workers` is more than one."""
+    from dataclasses import replace
+
+    from .config import check, from_env
+
+    return create_app(check(replace(Settings(), **from_env())))

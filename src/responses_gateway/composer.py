@@ -1,0 +1,293 @@
+"""The composer: the one state machine that turns generation events into Responses events.
+
+It owns ids, output_index / content_index, sequence_number, the .added/.delta/.done pairing and the one
+terminal event. Nothing else in the gateway builds Responses events. Event dicts are built directly (no
+model validation per token) and encoded once by the sink.
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import generation as g
+from .ids import new_id
+from .protocol.reasoning import seal
+
+INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
+
+
+class _Item:
+    """An open output item: its dict (as in the final output) and the buffer of its current part."""
+
+    __slots__ = ("kind", "item", "index", "id", "part", "buf", "logprobs", "key", "signature")
+
+    def __init__(self, kind: str, item: dict, index: int):
+        self.kind = kind
+        self.item = item
+        self.index = index
+        self.id = item["id"]
+        self.part: str | None = None  # type of the open content part
+        self.buf: list[str] = []
+        self.logprobs: list | None = None
+        self.key = None
+        self.signature: str | None = None
+
+
+class Composer:
+    def __init__(self, response: dict, *, logprobs: bool = False, encrypted_reasoning: bool = False):
+        self.response = response
+        self.want_logprobs = logprobs
+        self.encrypted_reasoning = encrypted_reasoning
+        self.seq = 0
+        self.output: list[dict] = []
+        self.text_item: _Item | None = None  # the open message or reasoning item
+        self.calls: dict = {}  # upstream key -> open tool-call item
+        self.finish_reason: str | None = None
+        self.usage: dict | None = None
+        self.closed = False
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    def start(self) -> list[dict]:
+        return [
+            self._lifecycle("response.created"),
+            self._lifecycle("response.in_progress"),
+        ]
+
+    def feed(self, events: list) -> list[dict]:
+        out: list[dict] = []
+        for ev in events:
+            kind = type(ev)
+            if kind is g.TextDelta:
+                if ev.text:
+                    self._text(out, "output_text", ev.text, ev.logprobs)
+            elif kind is g.ReasoningDelta:
+                self._reasoning(out, ev)
+            elif kind is g.ToolCallDelta:
+                call = self.calls.get(ev.key)
+                if call is not None and ev.text:
+                    call.buf.append(ev.text)
+                    out.append({
+                        "type": _ARGS_DELTA[call.kind], "sequence_number": self._next(),
+                        "item_id": call.id, "output_index": call.index, "delta": ev.text,
+                    })
+            elif kind is g.ToolCallStart:
+                self._start_call(out, ev)
+            elif kind is g.RefusalDelta:
+                if ev.text:
+                    self._text(out, "refusal", ev.text, None)
+            elif kind is g.Usage:
+                self.usage = {
+                    "input_tokens": ev.input_tokens,
+                    "input_tokens_details": {"cached_tokens": ev.cached_tokens},
+                    "output_tokens": ev.output_tokens,
+                    "output_tokens_details": {"reasoning_tokens": ev.reasoning_tokens},
+                    "total_tokens": ev.input_tokens + ev.output_tokens,
+                }
+            elif kind is g.Finish:
+                self.finish_reason = ev.reason
+                self._close_all(out, "incomplete" if ev.reason in INCOMPLETE_REASONS else "completed")
+        return out
+
+    def finish(self) -> list[dict]:
+        """The upstream ended cleanly: close what is open and emit the terminal event."""
+        out: list[dict] = []
+        reason = INCOMPLETE_REASONS.get(self.finish_reason or "")
+        self._close_all(out, "incomplete" if reason else "completed")
+        if reason:
+            self._terminal(out, "incomplete", incomplete_details={"reason": reason})
+        else:
+            self._terminal(out, "completed", completed_at=int(time.time()))
+        return out
+
+    def fail(self, code: str | None, message: str, *, type: str = "server_error",
+             param: str | None = None) -> list[dict]:
+        """Any failure after the stream started: close open items as incomplete, `error`, `response.failed`."""
+        out: list[dict] = []
+        if self.closed:
+            return out
+        self._close_all(out, "incomplete")
+        error = {"type": type, "code": code, "message": message, "param": param}
+        # OpenAI nests the error; the openai SDKs read the top-level copies. Both are sent.
+        out.append({"type": "error", "sequence_number": self._next(), "code": code, "message": message,
+                    "param": param, "error": error})
+        self._terminal(out, "failed", error={"code": code or "server_error", "message": message})
+        return out
+
+    @property
+    def final(self) -> dict:
+        return self.response
+
+    # -- items -----------------------------------------------------------------------------------------
+
+    def _next(self) -> int:
+        seq = self.seq
+        self.seq = seq + 1
+        return seq
+
+    def _lifecycle(self, kind: str) -> dict:
+        snapshot = dict(self.response)
+        snapshot["output"] = []
+        return {"type": kind, "sequence_number": self._next(), "response": snapshot}
+
+    def _add_item(self, out: list, kind: str, item: dict) -> _Item:
+        index = len(self.output)
+        self.output.append(item)
+        added = dict(item)
+        if "content" in added:  # the live list fills up before this event is encoded
+            added["content"] = []
+        out.append({"type": "response.output_item.added", "sequence_number": self._next(),
+                    "output_index": index, "item": added})
+        return _Item(kind, item, index)
+
+    def _text(self, out: list, part: str, text: str, logprobs: list | None) -> None:
+        item = self.text_item
+        if item is None or item.kind != "message":
+            self._close_text(out, "completed")
+            item = self.text_item = self._add_item(out, "message", {
+                "id": new_id("msg"), "type": "message", "status": "in_progress", "content": [],
+                "role": "assistant",
+            })
+        if item.part != part:
+            self._close_part(out, item)
+            self._open_part(out, item, part)
+        item.buf.append(text)
+        seq = self._next()
+        if part == "output_text":
+            lp = logprobs if (logprobs and self.want_logprobs) else []
+            if lp:
+                item.logprobs.extend(lp)
+            out.append({"type": "response.output_text.delta", "sequence_number": seq, "item_id": item.id,
+                        "output_index": item.index, "content_index": len(item.item["content"]),
+                        "delta": text, "logprobs": lp})
+        else:
+            out.append({"type": "response.refusal.delta", "sequence_number": seq, "item_id": item.id,
+                        "output_index": item.index, "content_index": len(item.item["content"]),
+                        "delta": text})
+
+    def _reasoning(self, out: list, ev: g.ReasoningDelta) -> None:
+        item = self.text_item
+        if item is None or item.kind != "reasoning":
+            self._close_text(out, "completed")
+            item = self.text_item = self._add_item(out, "reasoning", {
+                "id": new_id("rs"), "type": "reasoning", "summary": [], "content": [],
+            })
+            self._open_part(out, item, "reasoning_text")
+        if ev.signature:
+            item.signature = (item.signature or "") + ev.signature
+        if ev.text:
+            item.buf.append(ev.text)
+            out.append({"type": "response.reasoning_text.delta", "sequence_number": self._next(),
+                        "item_id": item.id, "output_index": item.index, "content_index": 0, "delta": ev.text})
+
+    def _start_call(self, out: list, ev: g.ToolCallStart) -> None:
+        self._close_text(out, "completed")
+        if ev.kind == "custom":
+            item = {"id": new_id("ctc"), "type": "custom_tool_call", "status": "in_progress",
+                    "call_id": ev.call_id, "name": ev.name, "input": ""}
+        else:
+            item = {"id": new_id("fc"), "type": "function_call", "status": "in_progress", "arguments": "",
+                    "call_id": ev.call_id, "name": ev.name}
+        if ev.namespace:
+            item["namespace"] = ev.namespace
+        old = self.calls.pop(ev.key, None)
+        if old is not None:  # an upstream reusing an index for a new call: the old one is finished
+            self._close_call(out, old, "completed")
+        call = self._add_item(out, "custom" if ev.kind == "custom" else "function", item)
+        call.key = ev.key
+        self.calls[ev.key] = call
+
+    # -- parts and closing -------------------------------------------------------------------------------
+
+    def _open_part(self, out: list, item: _Item, part: str) -> None:
+        item.part = part
+        item.buf = []
+        if part == "output_text":
+            item.logprobs = []
+            shape = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+        elif part == "refusal":
+            shape = {"type": "refusal", "refusal": ""}
+        else:
+            shape = {"type": "reasoning_text", "text": ""}
+        out.append({"type": "response.content_part.added", "sequence_number": self._next(), "item_id": item.id,
+                    "output_index": item.index, "content_index": len(item.item["content"]), "part": shape})
+
+    def _close_part(self, out: list, item: _Item) -> None:
+        part = item.part
+        if part is None:
+            return
+        text = "".join(item.buf)
+        content = item.item["content"]
+        index = len(content)
+        base = {"item_id": item.id, "output_index": item.index, "content_index": index}
+        if part == "output_text":
+            lp = item.logprobs or []
+            final = {"type": "output_text", "annotations": [], "logprobs": lp, "text": text}
+            out.append({"type": "response.output_text.done", "sequence_number": self._next(), **base,
+                        "text": text, "logprobs": lp})
+        elif part == "refusal":
+            final = {"type": "refusal", "refusal": text}
+            out.append({"type": "response.refusal.done", "sequence_number": self._next(), **base,
+                        "refusal": text})
+        else:
+            final = {"type": "reasoning_text", "text": text}
+            out.append({"type": "response.reasoning_text.done", "sequence_number": self._next(), **base,
+                        "text": text})
+        out.append({"type": "response.content_part.done", "sequence_number": self._next(), **base,
+                    "part": final})
+        content.append(final)
+        item.part = None
+        item.buf = []
+
+    def _close_text(self, out: list, status: str) -> None:
+        item = self.text_item
+        if item is None:
+            return
+        self.text_item = None
+        if item.kind == "reasoning":
+            text = "".join(item.buf)
+            self._close_part(out, item)
+            if self.encrypted_reasoning:
+                item.item["encrypted_content"] = seal(text, item.signature)
+        else:
+            self._close_part(out, item)
+            item.item["status"] = status
+        out.append({"type": "response.output_item.done", "sequence_number": self._next(),
+                    "output_index": item.index, "item": item.item})
+
+    def _close_call(self, out: list, call: _Item, status: str) -> None:
+        text = "".join(call.buf)
+        item = call.item
+        base = {"sequence_number": self._next(), "item_id": call.id, "output_index": call.index}
+        if call.kind == "custom":
+            item["input"] = text
+            out.append({"type": "response.custom_tool_call_input.done", **base, "input": text})
+        else:
+            item["arguments"] = text
+            out.append({"type": "response.function_call_arguments.done", **base, "name": item["name"],
+                        "arguments": text})
+        item["status"] = status
+        out.append({"type": "response.output_item.done", "sequence_number": self._next(),
+                    "output_index": call.index, "item": item})
+
+    def _close_all(self, out: list, status: str) -> None:
+        self._close_text(out, status)
+        calls = sorted(self.calls.values(), key=lambda c: c.index)
+        self.calls = {}
+        for call in calls:
+            self._close_call(out, call, status)
+
+    def _terminal(self, out: list, status: str, **fields) -> None:
+        self.closed = True
+        response = self.response
+        response["status"] = status
+        response["output"] = self.output
+        response["usage"] = self.usage
+        response.update(fields)
+        out.append({"type": f"response.{status}", "sequence_number": self._next(), "response": response})
+
+
+_ARGS_DELTA = {
+    "function": "response.function_call_arguments.delta",
+    "custom": "response.custom_tool_call_input.delta",
+}

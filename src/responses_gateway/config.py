@@ -1,0 +1,87 @@
+"""Settings: command-line flags with RG_* environment fallbacks, resolved once into one immutable object."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+DEMO_UPSTREAM = "demo"
+
+
+@dataclass(frozen=True)
+class Settings:
+    upstream_url: str = DEMO_UPSTREAM
+    upstream_api_key: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8080
+    # Seconds to wait for the upstream to connect and answer with headers; the stream itself is not timed out,
+    # since a reasoning model may legitimately think for minutes between chunks.
+    upstream_connect_timeout: float = 30.0
+    upstream_read_timeout: float | None = 600.0
+    max_body_bytes: int = 32 * 1024 * 1024
+    # Hosted tools (web_search, file_search, ...) the gateway cannot run: "drop" them with a warning, or "reject".
+    hosted_tools: str = "drop"
+    # How reasoning from earlier turns is sent back to a Chat Completions upstream:
+    # "reasoning_content" (vLLM, SGLang, DeepSeek-style templates), "reasoning" (newer vLLM), or "drop".
+    reasoning_history: str = "reasoning_content"
+    # Field that carries max_output_tokens upstream: "max_tokens" (every local server) or
+    # "max_completion_tokens" (OpenAI's reasoning models reject max_tokens).
+    max_tokens_field: str = "max_tokens"
+    log_level: str = "info"
+    workers: int = 1
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def is_demo(self) -> bool:
+        return self.upstream_url == DEMO_UPSTREAM
+
+
+ENV = {
+    "upstream_url": "RG_UPSTREAM_URL",
+    "upstream_api_key": "RG_UPSTREAM_API_KEY",
+    "host": "RG_HOST",
+    "port": "RG_PORT",
+    "upstream_connect_timeout": "RG_UPSTREAM_CONNECT_TIMEOUT",
+    "upstream_read_timeout": "RG_UPSTREAM_READ_TIMEOUT",
+    "max_body_bytes": "RG_MAX_BODY_BYTES",
+    "hosted_tools": "RG_HOSTED_TOOLS",
+    "reasoning_history": "RG_REASONING_HISTORY",
+    "max_tokens_field": "RG_MAX_TOKENS_FIELD",
+    "log_level": "RG_LOG_LEVEL",
+    "workers": "RG_WORKERS",
+}
+
+CHOICES = {
+    "hosted_tools": ("drop", "reject"),
+    "reasoning_history": ("reasoning_content", "reasoning", "drop"),
+    "max_tokens_field": ("max_tokens", "max_completion_tokens"),
+}
+
+
+def from_env(environ: dict[str, str] | None = None) -> dict:
+    """The RG_* variables that are set, converted to the field types."""
+    environ = os.environ if environ is None else environ
+    types = {f: Settings.__dataclass_fields__[f].type for f in ENV}
+    out: dict = {}
+    for name, var in ENV.items():
+        raw = environ.get(var)
+        if raw is None or raw == "":
+            continue
+        kind = types[name]
+        if kind == "int":
+            out[name] = int(raw)
+        elif kind in ("float", "float | None"):
+            out[name] = float(raw)
+        else:
+            out[name] = raw
+    return out
+
+
+def check(settings: Settings) -> Settings:
+    for name, allowed in CHOICES.items():
+        value = getattr(settings, name)
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+    if not settings.is_demo and not settings.upstream_url.startswith(("http://", "https://")):
+        raise ValueError(f"upstream must be an http(s) URL or 'demo'; got {settings.upstream_url!r}")
+    return settings

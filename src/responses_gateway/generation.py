@@ -1,0 +1,94 @@
+"""The neutral generation events: the small vocabulary every upstream adapter speaks to the composer.
+
+Adapters know one upstream protocol each; the composer knows only these. Plain classes with __slots__
+because one is made per upstream token.
+"""
+
+from __future__ import annotations
+
+
+class TextDelta:
+    __slots__ = ("text", "logprobs")
+
+    def __init__(self, text: str, logprobs: list | None = None):
+        self.text = text
+        self.logprobs = logprobs
+
+
+class RefusalDelta:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+class ReasoningDelta:
+    """Raw reasoning text. `signature` carries an opaque upstream token (e.g. Anthropic's) to round-trip."""
+
+    __slots__ = ("text", "signature")
+
+    def __init__(self, text: str, signature: str | None = None):
+        self.text = text
+        self.signature = signature
+
+
+class ToolCallStart:
+    """A tool call begins. `key` identifies it among interleaved calls (the upstream's index).
+
+    `kind` is "function" or "custom" (freeform input); `name`/`namespace` are the client's names, already
+    mapped back from whatever the adapter offered the upstream.
+    """
+
+    __slots__ = ("key", "call_id", "name", "kind", "namespace")
+
+    def __init__(self, key: int | str, call_id: str, name: str, kind: str = "function",
+                 namespace: str | None = None):
+        self.key = key
+        self.call_id = call_id
+        self.name = name
+        self.kind = kind
+        self.namespace = namespace
+
+
+class ToolCallDelta:
+    __slots__ = ("key", "text")
+
+    def __init__(self, key: int | str, text: str):
+        self.key = key
+        self.text = text
+
+
+class Usage:
+    __slots__ = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
+
+    def __init__(self, input_tokens: int = 0, output_tokens: int = 0, cached_tokens: int = 0,
+                 reasoning_tokens: int = 0):
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.cached_tokens = cached_tokens
+        self.reasoning_tokens = reasoning_tokens
+
+
+class Finish:
+    """The upstream step ended. reason: "stop" | "tool_calls" | "length" | "content_filter"."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+GenerationEvent = TextDelta | RefusalDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | Usage | Finish
+
+
+class UpstreamError(Exception):
+    """The upstream failed. Before the stream: mapped to an HTTP error. During it: `response.failed`."""
+
+    def __init__(self, message: str, *, status: int = 502, code: str | None = "upstream_error",
+                 type: str = "server_error", param: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
+        self.type = type
+        self.param = param

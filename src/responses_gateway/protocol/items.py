@@ -1,0 +1,169 @@
+"""Input items: accepted in every form OpenAI accepts, normalized to one canonical dict per item type.
+
+Clients replay history in many shapes: easy messages without `type`, string content, items with or
+without `id`/`status` (coding agents send their own `msg_<uuid>` ids), reasoning items with `content: null`.
+Everything downstream (upstream adapters, the store) sees only the canonical forms built here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..api.errors import APIError, invalid
+
+ROLES = ("user", "system", "developer", "assistant")
+INPUT_PARTS = ("input_text", "input_image", "input_file")
+ASSISTANT_PARTS = ("output_text", "refusal", "input_text")
+
+# Item types OpenAI defines that this gateway cannot serve: a clear 400, never a silent drop.
+UNSERVABLE = {
+    "additional_tools": "'additional_tools' input items",
+    "compaction": "Compaction items",
+    "compaction_summary": "Compaction items",
+    "file_search_call": "Hosted file_search items",
+    "web_search_call": "Hosted web_search items",
+    "computer_call": "computer_call items",
+    "computer_call_output": "computer_call_output items",
+    "image_generation_call": "image_generation_call items",
+    "code_interpreter_call": "code_interpreter_call items",
+    "local_shell_call": "local_shell_call items",
+    "local_shell_call_output": "local_shell_call_output items",
+    "shell_call": "shell_call items",
+    "shell_call_output": "shell_call_output items",
+    "apply_patch_call": "apply_patch_call items",
+    "apply_patch_call_output": "apply_patch_call_output items",
+    "mcp_list_tools": "MCP items",
+    "mcp_call": "MCP items",
+    "mcp_approval_request": "MCP items",
+    "mcp_approval_response": "MCP items",
+    "tool_search_call": "tool_search_call items",
+    "tool_search_output": "tool_search_output items",
+    "item_reference": "item_reference items",
+}
+
+
+def _missing(param: str) -> APIError:
+    return APIError(400, f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter")
+
+
+def _need_str(item: dict, key: str, where: str, *, allow_empty: bool = True) -> str:
+    value = item.get(key)
+    if value is None:
+        raise _missing(f"{where}.{key}")
+    if not isinstance(value, str):
+        raise APIError(400, f"Invalid type for '{where}.{key}': expected a string.", param=f"{where}.{key}",
+                       code="invalid_type")
+    return value
+
+
+def normalize_input(value: str | list | None) -> list[dict]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}]
+    return [normalize_item(item, f"input[{i}]") for i, item in enumerate(value)]
+
+
+def normalize_item(item: Any, where: str) -> dict:
+    if not isinstance(item, dict):
+        raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
+    kind = item.get("type")
+    if kind is None and "role" in item:
+        kind = "message"
+    if kind == "message":
+        return _message(item, where)
+    if kind == "function_call":
+        out = {"type": kind, "call_id": _need_str(item, "call_id", where), "name": _need_str(item, "name", where),
+               "arguments": _need_str(item, "arguments", where)}
+        if item.get("namespace"):
+            out["namespace"] = item["namespace"]
+        return _keep_id(item, out)
+    if kind == "custom_tool_call":
+        out = {"type": kind, "call_id": _need_str(item, "call_id", where), "name": _need_str(item, "name", where),
+               "input": _need_str(item, "input", where)}
+        if item.get("namespace"):
+            out["namespace"] = item["namespace"]
+        return _keep_id(item, out)
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        output = item.get("output")
+        if output is None:
+            raise _missing(f"{where}.output")
+        if isinstance(output, list):
+            output = [_part(p, f"{where}.output[{j}]", INPUT_PARTS) for j, p in enumerate(output)]
+        elif not isinstance(output, str):
+            raise APIError(400, f"Invalid type for '{where}.output': expected a string or an array.",
+                           param=f"{where}.output", code="invalid_type")
+        return _keep_id(item, {"type": kind, "call_id": _need_str(item, "call_id", where), "output": output})
+    if kind == "reasoning":
+        summary = item.get("summary") or []
+        content = item.get("content") or []
+        if not isinstance(summary, list) or not isinstance(content, list):
+            raise invalid(f"Invalid '{where}': summary and content must be arrays.", where, "invalid_type")
+        out = {
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": str(p.get("text", ""))} for p in summary if isinstance(p, dict)],
+            "content": [{"type": "reasoning_text", "text": str(p.get("text", ""))} for p in content if isinstance(p, dict)],
+            "encrypted_content": item.get("encrypted_content"),
+        }
+        return _keep_id(item, out)
+    if kind is None:
+        raise _missing(f"{where}.type")
+    if kind in UNSERVABLE:
+        raise APIError(400, f"{UNSERVABLE[kind]} are not supported by this gateway ('{where}').",
+                       param=f"{where}.type", code="unsupported_parameter")
+    raise APIError(400, f"Invalid value: '{kind}'. Unknown input item type.", param=f"{where}.type",
+                   code="invalid_value")
+
+
+def _keep_id(src: dict, out: dict) -> dict:
+    if isinstance(src.get("id"), str):
+        out["id"] = src["id"]
+    return out
+
+
+def _message(item: dict, where: str) -> dict:
+    role = item.get("role")
+    if role is None:
+        raise _missing(f"{where}.role")
+    if role not in ROLES:
+        raise invalid(f"Invalid value: '{role}'. Supported values are: 'user', 'system', 'developer', and "
+                      f"'assistant'.", f"{where}.role")
+    content = item.get("content")
+    allowed = ASSISTANT_PARTS if role == "assistant" else INPUT_PARTS
+    if isinstance(content, str):
+        parts = [{"type": "output_text" if role == "assistant" else "input_text", "text": content}]
+    elif isinstance(content, list):
+        parts = [_part(p, f"{where}.content[{j}]", allowed) for j, p in enumerate(content)]
+    elif content is None:
+        raise _missing(f"{where}.content")
+    else:
+        raise APIError(400, f"Invalid type for '{where}.content': expected a string or an array.",
+                       param=f"{where}.content", code="invalid_type")
+    return _keep_id(item, {"type": "message", "role": role, "content": parts})
+
+
+def _part(part: Any, where: str, allowed: tuple) -> dict:
+    if not isinstance(part, dict):
+        raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
+    kind = part.get("type")
+    if kind not in allowed:
+        if kind == "input_file":
+            raise APIError(400, f"File inputs are not supported by this gateway ('{where}').",
+                           param=f"{where}.type", code="unsupported_parameter")
+        raise invalid(f"Invalid value: '{kind}'. Supported values are: "
+                      + ", ".join(f"'{a}'" for a in allowed) + ".", f"{where}.type")
+    if kind in ("input_text", "output_text"):
+        return {"type": kind, "text": _need_str(part, "text", where)}
+    if kind == "refusal":
+        return {"type": "refusal", "refusal": _need_str(part, "refusal", where)}
+    if kind == "input_image":
+        url = part.get("image_url")
+        if not isinstance(url, str) or not url:
+            if part.get("file_id"):
+                raise APIError(400, f"Image file ids are not supported by this gateway ('{where}'); send "
+                               "image_url as a URL or a data URL.", param=f"{where}.file_id",
+                               code="unsupported_parameter")
+            raise _missing(f"{where}.image_url")
+        return {"type": "input_image", "image_url": url, "detail": part.get("detail") or "auto"}
+    raise APIError(400, f"File inputs are not supported by this gateway ('{where}').", param=f"{where}.type",
+                   code="unsupported_parameter")

@@ -1,0 +1,225 @@
+"""The request body of POST /v1/responses, validated once at the boundary with OpenAI's error shapes."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..api.errors import APIError, invalid, unsupported
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+
+class Reasoning(_Model):
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    summary: Literal["auto", "concise", "detailed", "none"] | None = None
+    generate_summary: Literal["auto", "concise", "detailed"] | None = None
+
+
+class TextFormat(_Model):
+    type: Literal["text", "json_object", "json_schema"]
+    name: str | None = None
+    json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    description: str | None = None
+    strict: bool | None = None
+
+
+class Text(_Model):
+    format: TextFormat | None = None
+    verbosity: Literal["low", "medium", "high"] | None = None
+
+
+class StreamOptions(_Model):
+    include_obfuscation: bool | None = None
+
+
+class CreateResponse(_Model):
+    """Every top-level parameter OpenAI's endpoint knows; anything else is its 'Unknown parameter' 400."""
+
+    model: str
+    input: str | list[dict[str, Any]] | None = None
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    include: list[str] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    max_output_tokens: int | None = Field(default=None, ge=16)
+    max_tool_calls: int | None = Field(default=None, ge=1)
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    text: Text | None = None
+    reasoning: Reasoning | None = None
+    metadata: dict[str, str] | None = None
+    user: str | None = None
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: Literal["in-memory", "24h", "in_memory"] | None = None
+    service_tier: Literal["auto", "default", "flex", "scale", "priority"] | None = None
+    store: bool | None = None
+    stream: bool | None = None
+    stream_options: StreamOptions | None = None
+    background: bool | None = None
+    truncation: Literal["auto", "disabled"] | None = None
+    conversation: str | dict[str, Any] | None = None
+    prompt: dict[str, Any] | None = None
+    context_management: list[dict[str, Any]] | None = None
+    client_metadata: dict[str, Any] | None = None
+
+
+# Values of `include` OpenAI accepts. The first two change what we return; the rest concern hosted tools or
+# inputs this gateway never produces, so they are accepted without effect (see docs/request-fields.md).
+INCLUDE_VALUES = (
+    "message.output_text.logprobs",
+    "reasoning.encrypted_content",
+    "message.input_image.image_url",
+    "computer_call_output.output.image_url",
+    "file_search_call.results",
+    "web_search_call.results",
+    "web_search_call.action.sources",
+    "code_interpreter_call.outputs",
+)
+
+
+def parse_request(raw: bytes) -> CreateResponse:
+    try:
+        req = CreateResponse.model_validate_json(raw)
+    except ValidationError as exc:
+        raise _to_api_error(exc) from None
+    _check_semantics(req)
+    return req
+
+
+def _check_semantics(req: CreateResponse) -> None:
+    for i, value in enumerate(req.include or ()):
+        if value not in INCLUDE_VALUES:
+            raise invalid(
+                f"Invalid value: '{value}'. Supported values are: "
+                + ", ".join(f"'{v}'" for v in INCLUDE_VALUES)
+                + ".",
+                f"include[{i}]",
+            )
+    if req.metadata is not None:
+        if len(req.metadata) > 16:
+            raise invalid("Invalid 'metadata': too many properties. Expected at most 16.", "metadata")
+        for key, value in req.metadata.items():
+            if len(key) > 64:
+                raise invalid(f"Invalid 'metadata': key '{key[:70]}' is longer than 64 characters.", "metadata")
+            if len(value) > 512:
+                raise invalid(f"Invalid 'metadata.{key}': string longer than 512 characters.", f"metadata.{key}")
+    if req.background:
+        raise unsupported("background", "Background responses")
+    if req.truncation == "auto":
+        raise unsupported("truncation", "truncation 'auto'")
+    if req.conversation is not None:
+        raise unsupported("conversation", "The Conversations API")
+    if req.prompt is not None:
+        raise unsupported("prompt", "Reusable prompts")
+    fmt = req.text.format if req.text else None
+    if fmt is not None and fmt.type == "json_schema":
+        if not fmt.name:
+            raise APIError(400, "Missing required parameter: 'text.format.name'.", param="text.format.name",
+                           code="missing_required_parameter")
+        if fmt.json_schema is None:
+            raise APIError(400, "Missing required parameter: 'text.format.schema'.", param="text.format.schema",
+                           code="missing_required_parameter")
+
+
+_TYPE_NAMES = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "float_type": "a decimal",
+    "bool_type": "a boolean",
+    "list_type": "an array",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "int_from_float": "an integer",
+}
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a decimal"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null" if value is None else type(value).__name__
+
+
+def param_path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _to_api_error(exc: ValidationError) -> APIError:
+    """Turn pydantic's first error into the message OpenAI gives for the same mistake."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    kind = first["type"]
+    if kind == "json_invalid":
+        return APIError(
+            400,
+            "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your "
+            "HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)",
+            code=None,
+        )
+    if kind == "model_type" and not first["loc"]:
+        return APIError(400, "The request body must be a JSON object.", code="invalid_type")
+    # A union mismatch reports one error per branch; the location before the branch name is the parameter.
+    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and (p.endswith("]") or p in _BRANCHES)))
+    param = param_path(loc)
+    if kind == "missing":
+        return APIError(400, f"Missing required parameter: '{param}'.", param=param,
+                        code="missing_required_parameter")
+    if kind == "extra_forbidden":
+        return APIError(400, f"Unknown parameter: '{param}'.", param=param, code="unknown_parameter")
+    if kind in _TYPE_NAMES or kind.endswith("_type"):
+        expected = " or ".join(dict.fromkeys(
+            _TYPE_NAMES.get(e["type"], "a valid value") for e in errors if _same_param(e, loc)
+        ))
+        got = _json_type(first.get("input"))
+        return APIError(400, f"Invalid type for '{param}': expected {expected}, but got {got} instead.",
+                        param=param, code="invalid_type")
+    if kind in ("less_than_equal", "less_than", "greater_than_equal", "greater_than"):
+        ctx = first.get("ctx", {})
+        bound = next(iter(ctx.values()), None)
+        value = first.get("input")
+        noun = "decimal" if isinstance(bound, float) else "integer"
+        bound = f"{bound:g}" if isinstance(bound, float) else bound
+        if kind.startswith("less"):
+            text = f"{noun} above maximum value. Expected a value <= {bound}"
+            code = f"{noun}_above_max_value"
+        else:
+            text = f"{noun} below minimum value. Expected a value >= {bound}"
+            code = f"{noun}_below_min_value"
+        return APIError(400, f"Invalid '{param}': {text}, but got {value} instead.", param=param, code=code)
+    if kind == "literal_error":
+        expected = first.get("ctx", {}).get("expected", "")
+        return APIError(400, f"Invalid value: '{first.get('input')}'. Supported values are: {expected}.",
+                        param=param, code="invalid_value")
+    return APIError(400, f"Invalid '{param}': {first['msg']}.", param=param, code="invalid_value")
+
+
+_BRANCHES = {"str", "int", "float", "bool", "list[dict[str,any]]", "dict[str,any]", "function-after", "none"}
+
+
+def _same_param(error: dict, loc: tuple) -> bool:
+    return tuple(p for p in error["loc"] if not (isinstance(p, str) and (p.endswith("]") or p in _BRANCHES))) == loc

@@ -1,0 +1,197 @@
+"""Tools and tool_choice: what the model is offered, what is echoed back, and what was dropped.
+
+Client-executed tools (function, custom, namespace groups of them) are offered to the model. Hosted tools
+the gateway cannot run are not offered (logged, or rejected when configured); the model never sees a tool
+that nobody would execute.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..api.errors import APIError, invalid, unsupported
+
+log = logging.getLogger("responses_gateway.tools")
+
+NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+
+HOSTED = {
+    "web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
+    "file_search", "code_interpreter", "image_generation", "computer_use_preview", "computer",
+    "local_shell", "shell", "apply_patch", "tool_search",
+}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One callable the model is offered. `wire_name` is the name the upstream sees."""
+
+    kind: str  # "function" | "custom"
+    name: str
+    wire_name: str
+    description: str | None = None
+    parameters: dict | None = None
+    strict: bool | None = None
+    format: dict | None = None  # custom tools: {"type": "text"} or {"type": "grammar", "syntax", "definition"}
+    namespace: str | None = None
+
+
+@dataclass
+class ToolSet:
+    echo: list[dict] = field(default_factory=list)
+    offered: list[Tool] = field(default_factory=list)
+    by_wire_name: dict[str, Tool] = field(default_factory=dict)
+    dropped: list[str] = field(default_factory=list)
+    # Normalized choice: mode is "auto" | "none" | "required"; `only` narrows the offered tools.
+    mode: str = "auto"
+    forced: Tool | None = None
+    echo_choice: Any = "auto"
+
+    def add(self, tool: Tool, where: str) -> None:
+        if tool.wire_name in self.by_wire_name:
+            raise invalid(f"Invalid 'tools': duplicate tool name '{tool.wire_name}'.", where)
+        self.offered.append(tool)
+        self.by_wire_name[tool.wire_name] = tool
+
+
+def normalize_tools(tools: list[dict] | None, tool_choice: Any, *, hosted_policy: str = "drop") -> ToolSet:
+    out = ToolSet()
+    for i, spec in enumerate(tools or ()):
+        where = f"tools[{i}]"
+        kind = spec.get("type")
+        if kind == "function":
+            tool = _function(spec, where)
+            out.add(tool, where)
+            out.echo.append(_echo_function(spec))
+        elif kind == "custom":
+            tool = _custom(spec, where)
+            out.add(tool, where)
+            out.echo.append(spec)
+        elif kind == "namespace":
+            ns = spec.get("name")
+            if not isinstance(ns, str) or not NAME_RE.match(ns):
+                raise invalid(f"Invalid '{where}.name': expected a name matching '^[a-zA-Z0-9_-]+$'.",
+                              f"{where}.name")
+            members = spec.get("tools")
+            if not isinstance(members, list):
+                raise APIError(400, f"Missing required parameter: '{where}.tools'.", param=f"{where}.tools",
+                               code="missing_required_parameter")
+            for j, member in enumerate(members):
+                mwhere = f"{where}.tools[{j}]"
+                mkind = member.get("type") if isinstance(member, dict) else None
+                if mkind == "function":
+                    tool = _function(member, mwhere, namespace=ns)
+                elif mkind == "custom":
+                    tool = _custom(member, mwhere, namespace=ns)
+                else:
+                    raise invalid(f"Invalid value: '{mkind}'. Namespace members must be 'function' or 'custom'.",
+                                  f"{mwhere}.type")
+                out.add(tool, mwhere)
+            out.echo.append(spec)
+        elif kind == "mcp":
+            raise unsupported(f"{where}.type", "MCP tools")
+        elif kind in HOSTED:
+            if hosted_policy == "reject":
+                raise unsupported(f"{where}.type", f"The hosted tool '{kind}'")
+            log.warning("hosted tool %r is not offered to the model: this gateway cannot execute it", kind)
+            out.dropped.append(kind)
+        elif kind is None:
+            raise APIError(400, f"Missing required parameter: '{where}.type'.", param=f"{where}.type",
+                           code="missing_required_parameter")
+        else:
+            raise invalid(f"Invalid value: '{kind}'. Unknown tool type.", f"{where}.type")
+    _choice(out, tool_choice)
+    return out
+
+
+def _function(spec: dict, where: str, namespace: str | None = None) -> Tool:
+    name = spec.get("name")
+    if name is None:
+        raise APIError(400, f"Missing required parameter: '{where}.name'.", param=f"{where}.name",
+                       code="missing_required_parameter")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise invalid(f"Invalid '{where}.name': string does not match pattern. Expected a string that matches "
+                      "the pattern '^[a-zA-Z0-9_-]+$'.", f"{where}.name")
+    params = spec.get("parameters")
+    if params is not None and not isinstance(params, dict):
+        raise APIError(400, f"Invalid type for '{where}.parameters': expected an object.",
+                       param=f"{where}.parameters", code="invalid_type")
+    return Tool("function", name, _wire(name, namespace), spec.get("description"), params, spec.get("strict"),
+                namespace=namespace)
+
+
+def _custom(spec: dict, where: str, namespace: str | None = None) -> Tool:
+    name = spec.get("name")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise invalid(f"Invalid '{where}.name': expected a name matching '^[a-zA-Z0-9_-]+$'.", f"{where}.name")
+    fmt = spec.get("format") or {"type": "text"}
+    if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "grammar"):
+        raise invalid(f"Invalid '{where}.format': expected type 'text' or 'grammar'.", f"{where}.format")
+    return Tool("custom", name, _wire(name, namespace), spec.get("description"), format=fmt, namespace=namespace)
+
+
+def _wire(name: str, namespace: str | None) -> str:
+    return f"{namespace}__{name}" if namespace else name
+
+
+def _echo_function(spec: dict) -> dict:
+    return {
+        "type": "function",
+        "name": spec["name"],
+        "description": spec.get("description"),
+        "parameters": spec.get("parameters"),
+        "strict": spec.get("strict"),
+    }
+
+
+def _find(out: ToolSet, kind: str, name: Any, namespace: Any = None) -> Tool | None:
+    for tool in out.offered:
+        if tool.kind == kind and tool.name == name and (namespace is None or tool.namespace == namespace):
+            return tool
+    return None
+
+
+def _choice(out: ToolSet, choice: Any) -> None:
+    if choice is None:
+        out.echo_choice = "auto"
+        return
+    out.echo_choice = choice
+    if isinstance(choice, str):
+        if choice not in ("auto", "none", "required"):
+            raise invalid(f"Invalid value: '{choice}'. Supported values are: 'none', 'auto', and 'required'.",
+                          "tool_choice")
+        if choice == "required" and not out.offered:
+            raise invalid("Tool choice 'required' must be specified with 'tools' parameter.", "tool_choice", None)
+        out.mode = choice
+        return
+    kind = choice.get("type")
+    if kind in ("function", "custom"):
+        tool = _find(out, kind, choice.get("name"), choice.get("namespace"))
+        if tool is None:
+            raise invalid(f"Tool choice '{kind}' not found in 'tools' parameter.", "tool_choice", None)
+        out.mode, out.forced = "required", tool
+        return
+    if kind == "allowed_tools":
+        mode = choice.get("mode", "auto")
+        if mode not in ("auto", "required"):
+            raise invalid(f"Invalid value: '{mode}'. Supported values are: 'auto' and 'required'.",
+                          "tool_choice.mode")
+        allowed: list[Tool] = []
+        for j, ref in enumerate(choice.get("tools") or ()):
+            tool = _find(out, ref.get("type"), ref.get("name"), ref.get("namespace")) if isinstance(ref, dict) \
+                else None
+            if tool is None:
+                raise invalid(f"Tool '{ref.get('name') if isinstance(ref, dict) else ref}' in "
+                              f"'tool_choice.tools[{j}]' not found in 'tools' parameter.", f"tool_choice.tools[{j}]")
+            allowed.append(tool)
+        # The restriction is real: the upstream is offered only the allowed tools.
+        out.offered = allowed
+        out.mode = mode
+        return
+    if kind in HOSTED or kind == "mcp":
+        raise unsupported("tool_choice", f"Forcing the hosted tool '{kind}'")
+    raise invalid(f"Invalid value: '{kind}'. Supported values are: 'function', 'custom' and 'allowed_tools'.",
+                  "tool_choice.type")

@@ -1,0 +1,72 @@
+"""Server-Sent Events: the encoder for our stream and a tolerant incremental decoder for upstream streams."""
+
+from __future__ import annotations
+
+import orjson
+
+DONE = b"data: [DONE]\n\n"
+
+
+def encode(event: dict) -> bytes:
+    return b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
+def encode_all(events: list[dict]) -> bytes:
+    """One buffer for all events that are ready together, so the server makes one write for them."""
+    return b"".join([encode(e) for e in events])
+
+
+class SSEDecoder:
+    """Feeds on arbitrary byte chunks; yields (event, data) for each complete frame.
+
+    Tolerates CRLF or LF line ends, comments, frames split anywhere, several `data:` lines in one frame
+    and missing spaces after the colon.
+    """
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, chunk: bytes) -> list[tuple[str | None, str]]:
+        buf = self._buf + chunk if self._buf else chunk
+        if b"\r" in buf:
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        frames: list[tuple[str | None, str]] = []
+        start = 0
+        while True:
+            end = buf.find(b"\n\n", start)
+            if end < 0:
+                break
+            frame = _parse(buf[start:end])
+            if frame is not None:
+                frames.append(frame)
+            start = end + 2
+        self._buf = buf[start:]
+        return frames
+
+    def flush(self) -> list[tuple[str | None, str]]:
+        """A final frame that the upstream did not terminate with a blank line."""
+        rest, self._buf = self._buf, b""
+        frame = _parse(rest.strip(b"\n")) if rest.strip() else None
+        return [frame] if frame is not None else []
+
+
+def _parse(block: bytes) -> tuple[str | None, str] | None:
+    if block.startswith(b"data: ") and b"\n" not in block:  # the common case: one data line
+        return None, block[6:].decode()
+    event = None
+    data: list[str] = []
+    for line in block.split(b"\n"):
+        if not line or line.startswith(b":"):
+            continue
+        name, _, value = line.partition(b":")
+        if value.startswith(b" "):
+            value = value[1:]
+        if name == b"data":
+            data.append(value.decode())
+        elif name == b"event":
+            event = value.decode()
+    if not data and event is None:
+        return None
+    return event, "\n".join(data)

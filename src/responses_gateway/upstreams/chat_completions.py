@@ -1,0 +1,412 @@
+"""The Chat Completions adapter: a Responses request → `POST /chat/completions`, its stream → generation events.
+
+Speaks what vLLM, SGLang, Ollama, llama.cpp, LM Studio and OpenAI send: role-only and empty chunks,
+`reasoning_content` / `reasoning` deltas, tool calls in fragments by index, refusals, logprobs, a
+usage-only final chunk, `[DONE]`, `obfuscation` fields, and errors before or inside the stream.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import aiohttp
+import orjson
+
+from .. import generation as g
+from ..config import Settings
+from ..ids import new_id
+from ..protocol.tools import Tool
+from ..sse import SSEDecoder
+from .base import Call
+from .chat_messages import to_messages
+from .custom_input import CustomInputDecoder
+
+log = logging.getLogger("responses_gateway.upstream")
+
+CUSTOM_PARAMETERS = {
+    "type": "object",
+    "properties": {"input": {"type": "string", "description": "The raw input for the tool."}},
+    "required": ["input"],
+    "additionalProperties": False,
+}
+
+FINISH = {"stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_calls", "length": "length",
+          "content_filter": "content_filter", "eos": "stop", "end_turn": "stop"}
+
+
+def build_body(call: Call, settings: Settings) -> dict:
+    req = call.request
+    body: dict = {
+        "model": req.model,
+        "messages": to_messages(call.instructions, call.items, settings.reasoning_history),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    tools = call.tools
+    if tools.offered and tools.mode != "none":
+        body["tools"] = [_tool(t) for t in tools.offered]
+        if tools.forced is not None:
+            body["tool_choice"] = {"type": "function", "function": {"name": tools.forced.wire_name}}
+        else:
+            body["tool_choice"] = tools.mode
+        if req.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = req.parallel_tool_calls
+    elif tools.offered:
+        body["tools"] = [_tool(t) for t in tools.offered]
+        body["tool_choice"] = "none"
+    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+        value = getattr(req, name)
+        if value is not None:
+            body[name] = value
+    if req.max_output_tokens is not None:
+        body[settings.max_tokens_field] = req.max_output_tokens
+    if req.reasoning is not None and req.reasoning.effort is not None:
+        body["reasoning_effort"] = req.reasoning.effort
+    fmt = req.text.format if req.text else None
+    if fmt is not None and fmt.type == "json_object":
+        body["response_format"] = {"type": "json_object"}
+    elif fmt is not None and fmt.type == "json_schema":
+        schema = {"name": fmt.name, "schema": fmt.json_schema}
+        if fmt.strict is not None:
+            schema["strict"] = fmt.strict
+        if fmt.description:
+            schema["description"] = fmt.description
+        body["response_format"] = {"type": "json_schema", "json_schema": schema}
+    if call.want_logprobs:
+        body["logprobs"] = True
+        if req.top_logprobs:
+            body["top_logprobs"] = req.top_logprobs
+    return body
+
+
+def _tool(tool: Tool) -> dict:
+    if tool.kind == "custom":
+        description = tool.description or ""
+        fmt = tool.format or {}
+        note = "Put the complete raw input of this tool, as plain text, in the `input` string."
+        if fmt.get("type") == "grammar":
+            note += f" The input must follow this {fmt.get('syntax', '')} grammar:\n{fmt.get('definition', '')}"
+        fn = {"name": tool.wire_name, "description": f"{description}\n\n{note}".strip(),
+              "parameters": CUSTOM_PARAMETERS}
+    else:
+        fn = {"name": tool.wire_name}
+        if tool.description:
+            fn["description"] = tool.description
+        fn["parameters"] = tool.parameters if tool.parameters is not None else {"type": "object", "properties": {}}
+        if tool.strict is not None:
+            fn["strict"] = tool.strict
+    return {"type": "function", "function": fn}
+
+
+class ChatCompletionsUpstream:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.base = settings.upstream_url.rstrip("/")
+        self.label = f"{self.base} (chat completions)"
+        self.headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if settings.upstream_api_key:
+            self.headers["authorization"] = f"Bearer {settings.upstream_api_key}"
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.settings.upstream_connect_timeout,
+                                            sock_read=self.settings.upstream_read_timeout)
+            self._session = aiohttp.ClientSession(
+                timeout=timeout,
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60, ttl_dns_cache=300),
+                json_serialize=lambda o: orjson.dumps(o).decode(),
+                auto_decompress=True,
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def list_models(self) -> list[dict]:
+        try:
+            async with self.session.get(f"{self.base}/models", headers=self.headers) as resp:
+                raw = await resp.read()
+                if resp.status != 200:
+                    raise upstream_http_error(resp.status, raw, None)
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise unreachable(exc) from None
+        data = orjson.loads(raw).get("data") or []
+        return [m for m in data if isinstance(m, dict) and "id" in m]
+
+    async def open(self, call: Call) -> ChatStream:
+        body = build_body(call, self.settings)
+        try:
+            resp = await self.session.post(f"{self.base}/chat/completions", data=orjson.dumps(body),
+                                           headers=self.headers)
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise unreachable(exc) from None
+        if resp.status != 200:
+            try:
+                raw = await resp.read()
+            except (TimeoutError, aiohttp.ClientError, OSError):
+                raw = b""
+            finally:
+                resp.close()
+            raise upstream_http_error(resp.status, raw, call.request.model)
+        return ChatStream(resp, call)
+
+
+def unreachable(exc: BaseException) -> g.UpstreamError:
+    log.warning("upstream unreachable: %s", exc.__class__.__name__)
+    return g.UpstreamError(f"Could not reach the upstream model server ({exc.__class__.__name__}).",
+                           status=502, code="upstream_unreachable")
+
+
+def upstream_http_error(status: int, raw: bytes, model: str | None) -> g.UpstreamError:
+    message, code, param = _error_fields(raw)
+    log.warning("upstream answered HTTP %s: %s", status, message[:200])
+    if status == 404 and (code in ("model_not_found", "404", None) or "model" in message.lower()):
+        return g.UpstreamError(f"The model `{model}` does not exist or you do not have access to it.",
+                               status=404, code="model_not_found", type="invalid_request_error")
+    if status in (400, 413, 422):
+        lowered = message.lower()
+        if "context length" in lowered or "context window" in lowered or "maximum context" in lowered:
+            code = "context_length_exceeded"
+            param = param or "input"
+        return g.UpstreamError(message, status=400, code=code if isinstance(code, str) else None,
+                               type="invalid_request_error", param=param if isinstance(param, str) else None)
+    if status == 429:
+        return g.UpstreamError(message or "The upstream is rate limiting requests.", status=429,
+                               code="rate_limit_exceeded", type="requests")
+    if status in (401, 403):
+        return g.UpstreamError("The upstream model server rejected the gateway's credentials.", status=502,
+                               code="upstream_auth_failed")
+    if status in (503, 529):
+        return g.UpstreamError(f"The upstream model server is overloaded or unavailable (HTTP {status}).",
+                               status=503, code="upstream_unavailable")
+    return g.UpstreamError(f"The upstream model server failed (HTTP {status}): {message}"[:500], status=502,
+                           code="upstream_error")
+
+
+def _error_fields(raw: bytes) -> tuple[str, object, object]:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw.decode(errors="replace").strip()[:500] or "no details", None, None
+    err = obj.get("error", obj) if isinstance(obj, dict) else obj
+    if isinstance(err, dict):
+        code = err.get("code")
+        return str(err.get("message") or err.get("detail") or obj)[:2000], \
+            (str(code) if code is not None else None), err.get("param")
+    return str(err)[:2000], None, None
+
+
+class ChatStream:
+    """The upstream response body as batches of generation events (one batch per network read)."""
+
+    def __init__(self, resp: aiohttp.ClientResponse, call: Call):
+        self.resp = resp
+        self.call = call
+        self._gen = self._events()
+        self._complete = False
+
+    def __aiter__(self):
+        return self._gen
+
+    async def aclose(self) -> None:
+        await self._gen.aclose()
+        if self._complete:
+            self.resp.release()  # read to the end: the connection goes back to the pool
+        else:
+            self.resp.close()  # abandoned mid-body: the upstream sees the connection close
+
+    async def _events(self):
+        resp = self.resp
+        if resp.content_type == "application/json":
+            # A server that ignored `stream: true` and answered with one completion.
+            try:
+                raw = await resp.read()
+            except (TimeoutError, aiohttp.ClientError, OSError):
+                raise g.UpstreamError("The connection to the upstream model server was lost.") from None
+            self._complete = True
+            yield completion_events(_loads(raw), self.call)
+            return
+        parser = ChunkParser(self.call)
+        decoder = SSEDecoder()
+        try:
+            async for data in resp.content.iter_any():
+                batch = parser.frames(decoder.feed(data))
+                if batch:
+                    yield batch
+            batch = parser.frames(decoder.flush())
+            if batch:
+                yield batch
+            self._complete = True
+        except (TimeoutError, aiohttp.ClientError, OSError):
+            raise g.UpstreamError("The connection to the upstream model server was lost mid-stream.") from None
+        if not parser.done and parser.finish is None:
+            raise g.UpstreamError("The upstream model server ended the stream before finishing.")
+
+
+def _loads(data) -> dict:
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise g.UpstreamError("The upstream model server sent a chunk that is not JSON.") from None
+    if not isinstance(obj, dict):
+        raise g.UpstreamError("The upstream model server sent a chunk that is not a JSON object.")
+    return obj
+
+
+class ChunkParser:
+    """Chat Completions chunks → generation events. One JSON decode per chunk, nothing else per token."""
+
+    def __init__(self, call: Call):
+        self.tools = call.tools.by_wire_name
+        self.want_logprobs = call.want_logprobs
+        self.calls: dict = {}  # upstream index -> [call_id, started, custom decoder or None, pending args]
+        self.finish: str | None = None
+        self.done = False
+
+    def frames(self, frames: list) -> list:
+        batch: list = []
+        if self.done:
+            return batch  # nothing after [DONE] counts
+        for _event, data in frames:
+            if data == "[DONE]":
+                self.done = True
+                self._end_calls(batch)
+                break
+            self.chunk(_loads(data), batch)
+        return batch
+
+    def chunk(self, obj: dict, batch: list) -> None:
+        error = obj.get("error")
+        if error:
+            message = error.get("message") if isinstance(error, dict) else str(error)
+            code = error.get("code") if isinstance(error, dict) else None
+            raise g.UpstreamError(f"The upstream model server reported an error: {message}",
+                                  code=code if isinstance(code, str) else "upstream_error")
+        choices = obj.get("choices")
+        if choices:
+            choice = choices[0]
+            delta = choice.get("delta")
+            if delta:
+                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                if reasoning:
+                    batch.append(g.ReasoningDelta(reasoning))
+                content = delta.get("content")
+                if content:
+                    lp = None
+                    if self.want_logprobs and choice.get("logprobs"):
+                        lp = _logprobs(choice["logprobs"])
+                    batch.append(g.TextDelta(content, lp))
+                refusal = delta.get("refusal")
+                if refusal:
+                    batch.append(g.RefusalDelta(refusal))
+                tool_calls = delta.get("tool_calls")
+                if tool_calls:
+                    for tc in tool_calls:
+                        self._tool_call(tc, batch)
+            finish = choice.get("finish_reason")
+            if finish:
+                self._end_calls(batch)
+                if finish not in FINISH:
+                    if finish in ("abort", "error"):
+                        raise g.UpstreamError(f"The upstream model server aborted the generation ({finish}).")
+                    log.info("unknown finish_reason %r treated as stop", finish)
+                self.finish = FINISH.get(finish, "stop")
+                batch.append(g.Finish(self.finish))
+        usage = obj.get("usage")
+        if usage:
+            batch.append(_usage(usage))
+
+    def _tool_call(self, tc: dict, batch: list) -> None:
+        index = tc.get("index", 0)
+        fn = tc.get("function") or {}
+        state = self.calls.get(index)
+        call_id = tc.get("id")
+        if state is not None and call_id and state[0] != call_id and state[1]:
+            state = None  # a new call reusing the index
+        if state is None:
+            state = self.calls[index] = [call_id or new_id("call"), False, None, [], fn.get("name")]
+        elif call_id and not state[1]:
+            state[0] = call_id
+        if fn.get("name") and not state[4]:
+            state[4] = fn["name"]
+        args = fn.get("arguments")
+        if not state[1]:
+            if not state[4]:
+                if args:
+                    state[3].append(args)  # arguments before the name: hold them
+                return
+            self._start(index, state, batch)
+            if state[3]:
+                args = "".join(state[3]) + (args or "")
+                state[3] = []
+        if args:
+            decoder = state[2]
+            if decoder is not None:
+                args = decoder.feed(args)
+                if not args:
+                    return
+            batch.append(g.ToolCallDelta(index, args))
+
+    def _start(self, index, state: list, batch: list) -> None:
+        tool = self.tools.get(state[4])
+        state[1] = True
+        if tool is None:
+            batch.append(g.ToolCallStart(index, state[0], state[4]))
+            return
+        if tool.kind == "custom":
+            state[2] = CustomInputDecoder()
+        batch.append(g.ToolCallStart(index, state[0], tool.name, tool.kind, tool.namespace))
+
+    def _end_calls(self, batch: list) -> None:
+        for index, state in self.calls.items():
+            if not state[1] and state[4]:
+                self._start(index, state, batch)
+            if state[2] is not None:
+                rest = state[2].finish()
+                state[2] = None
+                if rest:
+                    batch.append(g.ToolCallDelta(index, rest))
+        self.calls = {}
+
+
+def _usage(u: dict) -> g.Usage:
+    prompt = u.get("prompt_tokens") or 0
+    completion = u.get("completion_tokens") or 0
+    cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    reasoning = (u.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+    return g.Usage(prompt, completion, cached, reasoning)
+
+
+def _logprobs(lp: dict) -> list:
+    out = []
+    for t in lp.get("content") or ():
+        out.append({
+            "token": t.get("token", ""),
+            "logprob": t.get("logprob", 0.0),
+            "bytes": t.get("bytes") or [],
+            "top_logprobs": [
+                {"token": x.get("token", ""), "logprob": x.get("logprob", 0.0), "bytes": x.get("bytes") or []}
+                for x in t.get("top_logprobs") or ()
+            ],
+        })
+    return out
+
+
+def completion_events(obj: dict, call: Call) -> list:
+    """A whole (non-streamed) chat completion as one batch of generation events."""
+    if obj.get("error"):
+        ChunkParser(call).chunk(obj, [])
+    choice = (obj.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    parser = ChunkParser(call)
+    batch: list = []
+    delta = {k: message.get(k) for k in ("content", "reasoning_content", "reasoning", "refusal")}
+    delta["tool_calls"] = [dict(tc, index=i) for i, tc in enumerate(message.get("tool_calls") or ())]
+    parser.chunk({"choices": [{"delta": delta, "logprobs": choice.get("logprobs"),
+                               "finish_reason": choice.get("finish_reason") or "stop"}],
+                  "usage": obj.get("usage")}, batch)
+    return batch
