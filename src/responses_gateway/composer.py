@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+import orjson
+
 from . import generation as g
 from .ids import new_id
 from .protocol.reasoning import seal
@@ -67,6 +69,8 @@ class Composer:
                 call = self.calls.get(ev.key)
                 if call is not None and ev.text:
                     call.buf.append(ev.text)
+                    if call.kind == "tool_search":
+                        continue  # its arguments arrive whole, as an object, in output_item.done
                     out.append({
                         "type": _ARGS_DELTA[call.kind], "sequence_number": self._next(),
                         "item_id": call.id, "output_index": call.index, "delta": ev.text,
@@ -185,6 +189,9 @@ class Composer:
         if ev.kind == "custom":
             item = {"id": new_id("ctc"), "type": "custom_tool_call", "status": "in_progress",
                     "call_id": ev.call_id, "name": ev.name, "input": ""}
+        elif ev.kind == "tool_search":
+            item = {"id": new_id("tsc"), "type": "tool_search_call", "status": "in_progress",
+                    "call_id": ev.call_id, "execution": "client", "arguments": {}}
         else:
             item = {"id": new_id("fc"), "type": "function_call", "status": "in_progress", "arguments": "",
                     "call_id": ev.call_id, "name": ev.name}
@@ -193,7 +200,7 @@ class Composer:
         old = self.calls.pop(ev.key, None)
         if old is not None:  # an upstream reusing an index for a new call: the old one is finished
             self._close_call(out, old, "completed")
-        call = self._add_item(out, "custom" if ev.kind == "custom" else "function", item)
+        call = self._add_item(out, ev.kind if ev.kind in ("custom", "tool_search") else "function", item)
         call.key = ev.key
         self.calls[ev.key] = call
 
@@ -258,13 +265,16 @@ class Composer:
     def _close_call(self, out: list, call: _Item, status: str) -> None:
         text = "".join(call.buf)
         item = call.item
-        base = {"sequence_number": self._next(), "item_id": call.id, "output_index": call.index}
         if call.kind == "custom":
             item["input"] = text
-            out.append({"type": "response.custom_tool_call_input.done", **base, "input": text})
+            out.append({"type": "response.custom_tool_call_input.done", "sequence_number": self._next(),
+                        "item_id": call.id, "output_index": call.index, "input": text})
+        elif call.kind == "tool_search":
+            item["arguments"] = _json_object(text)  # no arguments events: the object comes whole
         else:
             item["arguments"] = text
-            out.append({"type": "response.function_call_arguments.done", **base, "name": item["name"],
+            out.append({"type": "response.function_call_arguments.done", "sequence_number": self._next(),
+                        "item_id": call.id, "output_index": call.index, "name": item["name"],
                         "arguments": text})
         item["status"] = status
         out.append({"type": "response.output_item.done", "sequence_number": self._next(),
@@ -285,6 +295,14 @@ class Composer:
         response["usage"] = self.usage
         response.update(fields)
         out.append({"type": f"response.{status}", "sequence_number": self._next(), "response": response})
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = orjson.loads(text or "{}")
+    except orjson.JSONDecodeError:
+        return {"query": text}
+    return value if isinstance(value, dict) else {"query": value}
 
 
 _ARGS_DELTA = {

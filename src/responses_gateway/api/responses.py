@@ -9,7 +9,7 @@ from starlette.responses import Response
 from ..composer import Composer
 from ..generation import UpstreamError
 from ..pipeline import run
-from ..protocol.items import normalize_input
+from ..protocol.items import found_tools, normalize_input
 from ..protocol.request import parse_request
 from ..protocol.response import skeleton
 from ..protocol.tools import normalize_tools
@@ -40,7 +40,8 @@ async def create_response(request: Request) -> Response:
     if req.previous_response_id is not None:
         raise unsupported("previous_response_id", "Chaining with previous_response_id")
     items = normalize_input(req.input)
-    tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools)
+    tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
+                            found=found_tools(items))
     call = Call(req, items, tools, req.instructions)
     include = req.include or ()
     composer = Composer(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from ..api.errors import APIError, invalid
 
 ROLES = ("user", "system", "developer", "assistant")
@@ -36,8 +38,6 @@ UNSERVABLE = {
     "mcp_call": "MCP items",
     "mcp_approval_request": "MCP items",
     "mcp_approval_response": "MCP items",
-    "tool_search_call": "tool_search_call items",
-    "tool_search_output": "tool_search_output items",
     "item_reference": "item_reference items",
 }
 
@@ -54,6 +54,11 @@ def _need_str(item: dict, key: str, where: str, *, allow_empty: bool = True) -> 
         raise APIError(400, f"Invalid type for '{where}.{key}': expected a string.", param=f"{where}.{key}",
                        code="invalid_type")
     return value
+
+
+def found_tools(items: list[dict]) -> list[dict]:
+    """The tools a client's tool search returned, to be offered from now on."""
+    return [tool for item in items if item["type"] == "tool_search_output" for tool in item["tools"]]
 
 
 def normalize_input(value: str | list | None) -> list[dict]:
@@ -94,6 +99,23 @@ def normalize_item(item: Any, where: str) -> dict:
             raise APIError(400, f"Invalid type for '{where}.output': expected a string or an array.",
                            param=f"{where}.output", code="invalid_type")
         return _keep_id(item, {"type": kind, "call_id": _need_str(item, "call_id", where), "output": output})
+    if kind == "tool_search_call":
+        args = item.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = orjson.loads(args)
+            except orjson.JSONDecodeError:
+                args = {"query": args}
+        out = {"type": kind, "call_id": _need_str(item, "call_id", where), "arguments": args or {},
+               "execution": item.get("execution") or "client"}
+        return _keep_id(item, out)
+    if kind == "tool_search_output":
+        tools = item.get("tools")
+        if not isinstance(tools, list):
+            raise _missing(f"{where}.tools")
+        out = {"type": kind, "call_id": _need_str(item, "call_id", where), "tools": tools,
+               "execution": item.get("execution") or "client"}
+        return _keep_id(item, out)
     if kind == "reasoning":
         summary = item.get("summary") or []
         content = item.get("content") or []
@@ -164,6 +186,10 @@ def _part(part: Any, where: str, allowed: tuple) -> dict:
                                "image_url as a URL or a data URL.", param=f"{where}.file_id",
                                code="unsupported_parameter")
             raise _missing(f"{where}.image_url")
-        return {"type": "input_image", "image_url": url, "detail": part.get("detail") or "auto"}
+        detail = part.get("detail") or "auto"
+        if detail not in ("auto", "low", "high", "original"):
+            raise invalid(f"Invalid value: '{detail}'. Supported values are: 'auto', 'low', 'high' and "
+                          "'original'.", f"{where}.detail")
+        return {"type": "input_image", "image_url": url, "detail": detail}
     raise APIError(400, f"File inputs are not supported by this gateway ('{where}').", param=f"{where}.type",
                    code="unsupported_parameter")

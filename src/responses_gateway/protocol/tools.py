@@ -1,8 +1,12 @@
 """Tools and tool_choice: what the model is offered, what is echoed back, and what was dropped.
 
-Client-executed tools (function, custom, namespace groups of them) are offered to the model. Hosted tools
-the gateway cannot run are not offered (logged, or rejected when configured); the model never sees a tool
-that nobody would execute.
+Client-executed tools (function, custom, namespace groups of them, a client-run `tool_search`) are offered
+to the model. Hosted tools the gateway cannot run are not offered (logged, or rejected when configured); the
+model never sees a tool that nobody would execute.
+
+Deferred tools (`defer_loading: true`) are hidden while a client `tool_search` can find them; the tools it
+found come back in `tool_search_output` input items and are offered from then on. Without a client
+tool_search, deferred tools are offered directly, since nothing else could reveal them.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 HOSTED = {
     "web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
     "file_search", "code_interpreter", "image_generation", "computer_use_preview", "computer",
-    "local_shell", "shell", "apply_patch", "tool_search",
+    "local_shell", "shell", "apply_patch", "tool_search",  # tool_search with execution "server"
 }
 
 
@@ -29,7 +33,7 @@ HOSTED = {
 class Tool:
     """One callable the model is offered. `wire_name` is the name the upstream sees."""
 
-    kind: str  # "function" | "custom"
+    kind: str  # "function" | "custom" | "tool_search"
     name: str
     wire_name: str
     description: str | None = None
@@ -37,6 +41,7 @@ class Tool:
     strict: bool | None = None
     format: dict | None = None  # custom tools: {"type": "text"} or {"type": "grammar", "syntax", "definition"}
     namespace: str | None = None
+    deferred: bool = False
 
 
 @dataclass
@@ -50,61 +55,92 @@ class ToolSet:
     forced: Tool | None = None
     echo_choice: Any = "auto"
 
-    def add(self, tool: Tool, where: str) -> None:
-        if tool.wire_name in self.by_wire_name:
+    def add(self, tool: Tool, where: str, found: bool = False) -> None:
+        known = self.by_wire_name.get(tool.wire_name)
+        if known is not None:
+            if found:  # a search result naming a tool the request already has: it is no longer deferred
+                self.offered = [tool if t is known else t for t in self.offered]
+                self.by_wire_name[tool.wire_name] = tool
+                return
             raise invalid(f"Invalid 'tools': duplicate tool name '{tool.wire_name}'.", where)
         self.offered.append(tool)
         self.by_wire_name[tool.wire_name] = tool
 
 
-def normalize_tools(tools: list[dict] | None, tool_choice: Any, *, hosted_policy: str = "drop") -> ToolSet:
+def normalize_tools(tools: list[dict] | None, tool_choice: Any, *, hosted_policy: str = "drop",
+                    found: list[dict] = ()) -> ToolSet:
+    """`found`: the tools carried by `tool_search_output` items of the input (a client's search results)."""
     out = ToolSet()
     for i, spec in enumerate(tools or ()):
-        where = f"tools[{i}]"
-        kind = spec.get("type")
-        if kind == "function":
-            tool = _function(spec, where)
-            out.add(tool, where)
-            out.echo.append(_echo_function(spec))
-        elif kind == "custom":
-            tool = _custom(spec, where)
-            out.add(tool, where)
-            out.echo.append(spec)
-        elif kind == "namespace":
-            ns = spec.get("name")
-            if not isinstance(ns, str) or not NAME_RE.match(ns):
-                raise invalid(f"Invalid '{where}.name': expected a name matching '^[a-zA-Z0-9_-]+$'.",
-                              f"{where}.name")
-            members = spec.get("tools")
-            if not isinstance(members, list):
-                raise APIError(400, f"Missing required parameter: '{where}.tools'.", param=f"{where}.tools",
-                               code="missing_required_parameter")
-            for j, member in enumerate(members):
-                mwhere = f"{where}.tools[{j}]"
-                mkind = member.get("type") if isinstance(member, dict) else None
-                if mkind == "function":
-                    tool = _function(member, mwhere, namespace=ns)
-                elif mkind == "custom":
-                    tool = _custom(member, mwhere, namespace=ns)
-                else:
-                    raise invalid(f"Invalid value: '{mkind}'. Namespace members must be 'function' or 'custom'.",
-                                  f"{mwhere}.type")
-                out.add(tool, mwhere)
-            out.echo.append(spec)
-        elif kind == "mcp":
-            raise unsupported(f"{where}.type", "MCP tools")
-        elif kind in HOSTED:
-            if hosted_policy == "reject":
-                raise unsupported(f"{where}.type", f"The hosted tool '{kind}'")
-            log.warning("hosted tool %r is not offered to the model: this gateway cannot execute it", kind)
-            out.dropped.append(kind)
-        elif kind is None:
-            raise APIError(400, f"Missing required parameter: '{where}.type'.", param=f"{where}.type",
-                           code="missing_required_parameter")
-        else:
-            raise invalid(f"Invalid value: '{kind}'. Unknown tool type.", f"{where}.type")
+        _add_spec(out, spec, f"tools[{i}]", hosted_policy, echo=True)
+    searching = any(t.kind == "tool_search" for t in out.offered)
+    for i, spec in enumerate(found):
+        _add_spec(out, spec, f"input.tool_search_output.tools[{i}]", hosted_policy, echo=False, found=True)
+    if searching:
+        out.offered = [t for t in out.offered if not t.deferred]
     _choice(out, tool_choice)
     return out
+
+
+def _add_spec(out: ToolSet, spec: dict, where: str, hosted_policy: str, *, echo: bool, found: bool = False) -> None:
+    if not isinstance(spec, dict):
+        raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
+    kind = spec.get("type")
+    if found and kind in ("function", "custom", "namespace"):
+        # search results re-announce tools the request may already carry (deferred): offer them, once
+        spec = {**spec, "defer_loading": False}
+        if kind == "namespace":
+            spec["tools"] = [{**m, "defer_loading": False} for m in spec.get("tools") or () if isinstance(m, dict)]
+    if kind == "function":
+        out.add(_function(spec, where), where, found)
+        if echo:
+            out.echo.append(_echo_function(spec))
+    elif kind == "custom":
+        out.add(_custom(spec, where), where, found)
+        if echo:
+            out.echo.append(spec)
+    elif kind == "namespace":
+        ns = spec.get("name")
+        if not isinstance(ns, str) or not NAME_RE.match(ns):
+            raise invalid(f"Invalid '{where}.name': expected a name matching '^[a-zA-Z0-9_-]+$'.",
+                          f"{where}.name")
+        members = spec.get("tools")
+        if not isinstance(members, list):
+            raise APIError(400, f"Missing required parameter: '{where}.tools'.", param=f"{where}.tools",
+                           code="missing_required_parameter")
+        for j, member in enumerate(members):
+            mwhere = f"{where}.tools[{j}]"
+            mkind = member.get("type") if isinstance(member, dict) else None
+            if mkind == "function":
+                tool = _function(member, mwhere, namespace=ns)
+            elif mkind == "custom":
+                tool = _custom(member, mwhere, namespace=ns)
+            else:
+                raise invalid(f"Invalid value: '{mkind}'. Namespace members must be 'function' or 'custom'.",
+                              f"{mwhere}.type")
+            out.add(tool, mwhere, found)
+        if echo:
+            out.echo.append(spec)
+    elif kind == "tool_search" and spec.get("execution") == "client":
+        params = spec.get("parameters")
+        if params is not None and not isinstance(params, dict):
+            raise APIError(400, f"Invalid type for '{where}.parameters': expected an object.",
+                           param=f"{where}.parameters", code="invalid_type")
+        out.add(Tool("tool_search", "tool_search", "tool_search", spec.get("description"), params), where)
+        if echo:
+            out.echo.append(spec)
+    elif kind == "mcp":
+        raise unsupported(f"{where}.type", "MCP tools")
+    elif kind in HOSTED:
+        if hosted_policy == "reject":
+            raise unsupported(f"{where}.type", f"The hosted tool '{kind}'")
+        log.warning("hosted tool %r is not offered to the model: this gateway cannot execute it", kind)
+        out.dropped.append(kind)
+    elif kind is None:
+        raise APIError(400, f"Missing required parameter: '{where}.type'.", param=f"{where}.type",
+                       code="missing_required_parameter")
+    else:
+        raise invalid(f"Invalid value: '{kind}'. Unknown tool type.", f"{where}.type")
 
 
 def _function(spec: dict, where: str, namespace: str | None = None) -> Tool:
@@ -120,7 +156,7 @@ def _function(spec: dict, where: str, namespace: str | None = None) -> Tool:
         raise APIError(400, f"Invalid type for '{where}.parameters': expected an object.",
                        param=f"{where}.parameters", code="invalid_type")
     return Tool("function", name, _wire(name, namespace), spec.get("description"), params, spec.get("strict"),
-                namespace=namespace)
+                namespace=namespace, deferred=bool(spec.get("defer_loading")))
 
 
 def _custom(spec: dict, where: str, namespace: str | None = None) -> Tool:
@@ -130,7 +166,8 @@ def _custom(spec: dict, where: str, namespace: str | None = None) -> Tool:
     fmt = spec.get("format") or {"type": "text"}
     if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "grammar"):
         raise invalid(f"Invalid '{where}.format': expected type 'text' or 'grammar'.", f"{where}.format")
-    return Tool("custom", name, _wire(name, namespace), spec.get("description"), format=fmt, namespace=namespace)
+    return Tool("custom", name, _wire(name, namespace), spec.get("description"), format=fmt, namespace=namespace,
+                deferred=bool(spec.get("defer_loading")))
 
 
 def _wire(name: str, namespace: str | None) -> str:

@@ -80,6 +80,11 @@ def build_body(call: Call, settings: Settings) -> dict:
 
 
 def _tool(tool: Tool) -> dict:
+    if tool.kind == "tool_search":
+        fn = {"name": "tool_search", "description": tool.description or "Search for more tools to use.",
+              "parameters": tool.parameters or {"type": "object", "properties": {"query": {"type": "string"}},
+                                                "required": ["query"]}}
+        return {"type": "function", "function": fn}
     if tool.kind == "custom":
         description = tool.description or ""
         fmt = tool.format or {}
@@ -237,9 +242,13 @@ class ChatStream:
                 batch = parser.frames(decoder.feed(data))
                 if batch:
                     yield batch
+                if parser.error:
+                    raise parser.error
             batch = parser.frames(decoder.flush())
             if batch:
                 yield batch
+            if parser.error:
+                raise parser.error
             self._complete = True
         except (TimeoutError, aiohttp.ClientError, OSError):
             raise g.UpstreamError("The connection to the upstream model server was lost mid-stream.") from None
@@ -266,17 +275,21 @@ class ChunkParser:
         self.calls: dict = {}  # upstream index -> [call_id, started, custom decoder or None, pending args]
         self.finish: str | None = None
         self.done = False
+        self.error: g.UpstreamError | None = None  # raised once the events before it are delivered
 
     def frames(self, frames: list) -> list:
         batch: list = []
         if self.done:
             return batch  # nothing after [DONE] counts
-        for _event, data in frames:
-            if data == "[DONE]":
-                self.done = True
-                self._end_calls(batch)
-                break
-            self.chunk(_loads(data), batch)
+        try:
+            for _event, data in frames:
+                if data == "[DONE]":
+                    self.done = True
+                    self._end_calls(batch)
+                    break
+                self.chunk(_loads(data), batch)
+        except g.UpstreamError as exc:
+            self.error = exc
         return batch
 
     def chunk(self, obj: dict, batch: list) -> None:

@@ -54,6 +54,15 @@ def to_messages(instructions: str | None, items: list[dict], reasoning_history: 
                 "type": "function",
                 "function": {"name": wire_name(item["name"], item.get("namespace")), "arguments": arguments},
             })
+        elif kind == "tool_search_call":
+            b.turn()["tool_calls"].append({
+                "id": item["call_id"], "type": "function",
+                "function": {"name": "tool_search", "arguments": orjson.dumps(item["arguments"]).decode()},
+            })
+        elif kind == "tool_search_output":
+            b.flush("tool")
+            b.messages.append({"role": "tool", "tool_call_id": item["call_id"],
+                               "content": orjson.dumps({"tools": _tool_summary(item["tools"])}).decode()})
         elif kind in ("function_call_output", "custom_tool_call_output"):
             b.flush("tool")
             output = item["output"]
@@ -107,12 +116,31 @@ class _Builder:
             self._images()
 
 
+def _tool_summary(tools: list) -> list[dict]:
+    """What a tool search found, as the model will see it: names it can now call, with their descriptions."""
+    out = []
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "namespace":
+            for member in tool.get("tools") or ():
+                if isinstance(member, dict) and member.get("name"):
+                    out.append({"name": wire_name(member["name"], tool.get("name")),
+                                "description": member.get("description") or ""})
+        elif tool.get("name"):
+            out.append({"name": tool["name"], "description": tool.get("description") or ""})
+    return out
+
+
 def _text(parts: list[dict]) -> str:
     return "".join(p.get("text") or p.get("refusal") or "" for p in parts if p["type"] != "input_image")
 
 
 def _image(part: dict) -> dict:
-    return {"type": "image_url", "image_url": {"url": part["image_url"], "detail": part.get("detail", "auto")}}
+    detail = part.get("detail", "auto")
+    # Chat Completions knows auto/low/high; "original" (full resolution) is closest to "high".
+    return {"type": "image_url", "image_url": {"url": part["image_url"],
+                                              "detail": "high" if detail == "original" else detail}}
 
 
 def _user_content(parts: list[dict]) -> str | list:

@@ -1,0 +1,40 @@
+import httpx
+import openai
+import pytest
+
+from responses_gateway.config import Settings
+from tests.support.fake_chat import FakeChatUpstream
+from tests.support.server import GatewayServer
+
+
+@pytest.fixture(scope="session")
+def _upstream_server():
+    with FakeChatUpstream() as up:
+        yield up
+
+
+@pytest.fixture
+def upstream(_upstream_server):
+    """The fake Chat Completions server, emptied for each test."""
+    _upstream_server.reset()
+    _upstream_server.default = None
+    yield _upstream_server
+    _upstream_server.reset()
+
+
+@pytest.fixture(scope="session")
+def gateway(_upstream_server):
+    """The real gateway on loopback, in front of the fake upstream."""
+    with GatewayServer(Settings(upstream_url=_upstream_server.base_url)) as server:
+        yield server
+
+
+@pytest.fixture
+def http(gateway):
+    with httpx.Client(base_url=gateway.url, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def client(gateway):
+    return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="test-key", max_retries=0)
