@@ -61,7 +61,5 @@ def _format(fmt) -> dict:
         return {"type": "text"}
     if fmt.type == "json_object":
         return {"type": "json_object"}
-    out = {"type": "json_schema", "name": fmt.name, "schema": fmt.json_schema, "strict": bool(fmt.strict)}
-    if fmt.description is not None:
-        out["description"] = fmt.description
-    return out
+    return {"type": "json_schema", "name": fmt.name, "description": fmt.description, "schema": fmt.json_schema,
+            "strict": bool(fmt.strict)}

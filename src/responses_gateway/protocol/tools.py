@@ -20,6 +20,8 @@ from ..api.errors import APIError, invalid, unsupported
 
 log = logging.getLogger("responses_gateway.tools")
 
+_warned: set[str] = set()
+
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 
 HOSTED = {

@@ -43,7 +43,7 @@ def build_body(call: Call, settings: Settings) -> dict:
         "stream_options": {"include_usage": True},
     }
     tools = call.tools
-    if tools.offered and tools.mode != "none":
+    if tools.offered:
         body["tools"] = [_tool(t) for t in tools.offered]
         if tools.forced is not None:
             body["tool_choice"] = {"type": "function", "function": {"name": tools.forced.wire_name}}
@@ -51,9 +51,6 @@ def build_body(call: Call, settings: Settings) -> dict:
             body["tool_choice"] = tools.mode
         if req.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = req.parallel_tool_calls
-    elif tools.offered:
-        body["tools"] = [_tool(t) for t in tools.offered]
-        body["tool_choice"] = "none"
     for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
         value = getattr(req, name)
         if value is not None:

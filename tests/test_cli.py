@@ -1,0 +1,69 @@
+"""The `responses-gateway` command: serve starts, logs where it listens and what it serves, answers."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+from tests.helpers import stream
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(*args: str, env: dict | None = None):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "responses_gateway", "serve", "--port", str(port), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/health").status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(proc.stdout.read())
+
+
+def stop(proc) -> str:
+    proc.terminate()
+    out, _ = proc.communicate(timeout=10)
+    return out
+
+
+def test_serve_demo_streams_and_says_it_is_a_demo():
+    proc, url = serve("--upstream", "demo")
+    try:
+        with httpx.Client(base_url=url) as http:
+            result = stream(http, {"model": "demo", "input": "Hello gateway"})
+            assert "Hello gateway" in result.text and "demo" in result.text
+            assert [m["id"] for m in http.get("/v1/models").json()["data"]] == ["demo"]
+    finally:
+        logs = stop(proc)
+    assert f"listening on {url}" in logs
+    assert "DEMO" in logs and "not a real model" in logs
+
+
+def test_serve_reads_the_environment(upstream):
+    upstream.models = ["env-model"]
+    proc, url = serve(env={"RG_UPSTREAM_URL": upstream.base_url})
+    try:
+        assert httpx.get(f"{url}/v1/models").json()["data"][0]["id"] == "env-model"
+    finally:
+        logs = stop(proc)
+    assert f"upstream: {upstream.base_url} (chat completions)" in logs
+
+
+def test_bad_setting_is_a_clear_error():
+    proc = subprocess.run([sys.executable, "-m", "responses_gateway", "serve", "--upstream", "ftp://x"],
+                          capture_output=True, text=True, timeout=20)
+    assert proc.returncode != 0 and "upstream must be an http(s) URL" in proc.stderr

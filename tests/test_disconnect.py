@@ -1,0 +1,29 @@
+"""A client that goes away closes the upstream request at once."""
+
+import httpx
+
+from tests.support.fake_chat import Sleep, Stream, text_stream
+
+
+def test_client_disconnect_closes_the_upstream_connection(gateway, upstream):
+    # a slow model: a few tokens, then a long pause in which only the gateway could notice the client left
+    frames = text_stream(["one ", "two "])
+    upstream.enqueue(Stream(frames[:3] + [Sleep(30)] + frames[3:]))
+    with httpx.Client(base_url=gateway.url, timeout=10) as client, \
+            client.stream("POST", "/v1/responses", json={"model": "m", "input": "x", "stream": True}) as resp:
+        assert resp.status_code == 200
+        for line in resp.iter_lines():
+            if "output_text.delta" in line:
+                break  # we have seen the stream flowing; now hang up
+    assert upstream.wait_disconnect(timeout=5), "the upstream never saw the connection close"
+
+
+def test_gateway_keeps_serving_after_a_disconnect(gateway, upstream, http):
+    upstream.enqueue(Stream(text_stream(["a"])[:2] + [Sleep(30)]))
+    with httpx.Client(base_url=gateway.url, timeout=10) as client, \
+            client.stream("POST", "/v1/responses", json={"model": "m", "input": "x", "stream": True}) as resp:
+        next(resp.iter_lines())
+    assert upstream.wait_disconnect(timeout=5)
+    upstream.enqueue(text_stream(["still here"]))
+    assert http.post("/v1/responses", json={"model": "m", "input": "x"}).json()["output"][0]["content"][0][
+        "text"] == "still here"
