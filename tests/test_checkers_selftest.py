@@ -9,12 +9,12 @@ from __future__ import annotations
 import copy
 import json
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 from jsonschema import ValidationError
 
+from tests.support.recordings import RECORDINGS_DIR
 from tests.support.schema import (
     DIFFERENCES,
     SPEC_PATH,
@@ -25,7 +25,7 @@ from tests.support.schema import (
 )
 from tests.support.stream_check import KNOWN_EVENT_TYPES, check_stream, parse_sse
 
-RECORDINGS = Path("/work/shared/recordings/openai_responses")
+RECORDINGS = RECORDINGS_DIR / "openai_responses"
 RECORDED = {path.name: yaml.safe_load(path.read_text()) for path in sorted(RECORDINGS.glob("*.yaml"))}
 STREAMS = [name for name, rec in RECORDED.items() if "sse" in rec["response"]]
 OK_BODIES = [name for name, rec in RECORDED.items() if rec["response"].get("status_code") == 200]

@@ -6,6 +6,7 @@ exactly as it arrived (one list entry per network read), so tests can replay it 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ from typing import Any
 import yaml
 
 # The shared folder sits next to the repository, not inside it.
-RECORDINGS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "recordings"
+# shared/ sits beside the repository (as in CI: a clone with shared/ next to it)
+SHARED_DIR = Path(os.environ.get("RG_SHARED_DIR", Path(__file__).resolve().parents[2].parent / "shared"))
+RECORDINGS_DIR = SHARED_DIR / "recordings"
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -1,6 +1,7 @@
 """Validate Responses API objects against the Open Responses OpenAPI document.
 
-The document (``/work/shared/spec/openresponses-openapi.json``, or ``$OPENRESPONSES_SPEC``) wins on shapes.
+The document (``shared/spec/openresponses-openapi.json`` beside the repository, or ``$OPENRESPONSES_SPEC``) wins
+on shapes.
 Real clients (the official ``openai`` SDK above all) follow what OpenAI's endpoint really sends, which differs
 from the document in a few places. Every such departure lives in ``DIFFERENCES`` below and nowhere else, so a
 newer copy of the document can be dropped in and the list reviewed entry by entry.
@@ -22,7 +23,9 @@ from jsonschema.exceptions import best_match
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-SPEC_PATH = Path(os.environ.get("OPENRESPONSES_SPEC", "/work/shared/spec/openresponses-openapi.json"))
+from tests.support.recordings import SHARED_DIR
+
+SPEC_PATH = Path(os.environ.get("OPENRESPONSES_SPEC", SHARED_DIR / "spec" / "openresponses-openapi.json"))
 SPEC_URI = "urn:openresponses:openapi"
 
 _STR = {"type": "string"}
