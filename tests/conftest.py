@@ -23,9 +23,10 @@ def upstream(_upstream_server):
 
 
 @pytest.fixture(scope="session")
-def gateway(_upstream_server):
-    """The real gateway on loopback, in front of the fake upstream."""
-    with GatewayServer(Settings(upstream_url=_upstream_server.base_url)) as server:
+def gateway(_upstream_server, tmp_path_factory):
+    """The real gateway on loopback, in front of the fake upstream, storing in a fresh SQLite file."""
+    db = tmp_path_factory.mktemp("store") / "responses.db"
+    with GatewayServer(Settings(upstream_url=_upstream_server.base_url, db=str(db))) as server:
         yield server
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 
@@ -13,10 +14,14 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from . import metrics
+from .api.auth import KeyAuth
 from .api.errors import SERVER_ERROR, APIError, error_response
 from .api.responses import create_response
+from .api.stored import cancel_response, delete_response, get_response, list_input_items
 from .config import Settings
 from .generation import UpstreamError
+from .store import open_store
 from .upstreams.chat_completions import ChatCompletionsUpstream
 from .upstreams.demo import DemoUpstream
 
@@ -25,6 +30,27 @@ log = logging.getLogger("responses_gateway")
 
 def make_upstream(settings: Settings):
     return DemoUpstream() if settings.is_demo else ChatCompletionsUpstream(settings)
+
+
+def make_store(settings: Settings):
+    return None if settings.db == "none" else open_store(settings.db, settings.retention_days)
+
+
+async def purge_forever(store, every: float = 3600.0) -> None:
+    """Retention: expired responses are removed at startup and then every hour."""
+    while True:
+        try:
+            purged = await store.purge()
+            if purged:
+                metrics.counters["store_purged_total"] += purged
+                log.info("retention removed %d expired responses", purged)
+        except Exception:
+            log.exception("retention purge failed")
+        await asyncio.sleep(every)
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
 
 async def health(request: Request) -> Response:
@@ -69,21 +95,39 @@ def create_app(settings: Settings, upstream=None) -> Starlette:
     async def lifespan(app: Starlette):
         app.state.settings = settings
         app.state.upstream = upstream or make_upstream(settings)
+        app.state.store = store = make_store(settings)
+        purger = None
+        if store is not None:
+            await store.open()
+            await store.upgrade()
+            purger = asyncio.create_task(purge_forever(store))
         try:
             yield
         finally:
+            if purger is not None:
+                purger.cancel()
             await app.state.upstream.close()
+            if store is not None:
+                await store.close()
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/health", health, methods=["GET"]),
+            Route("/metrics", metrics_endpoint, methods=["GET"]),
             Route("/v1/models", list_models, methods=["GET"]),
             Route("/v1/responses", create_response, methods=["POST"]),
             WebSocketRoute("/v1/responses", responses_websocket),
+            Route("/v1/responses/{response_id}", get_response, methods=["GET"]),
+            Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
+            Route("/v1/responses/{response_id}/cancel", cancel_response, methods=["POST"]),
+            Route("/v1/responses/{response_id}/input_items", list_input_items, methods=["GET"]),
         ],
         exception_handlers={APIError: on_api_error, HTTPException: on_http_error, Exception: on_unexpected},
         lifespan=lifespan,
     )
+    keys = settings.load_api_keys()
+    app.add_middleware(KeyAuth, keys=keys)
+    return app
 
 
 def app_from_env() -> Starlette:

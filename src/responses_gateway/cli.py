@@ -38,7 +38,24 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-body-bytes", type=int, help=f"request size limit [{ENV['max_body_bytes']}]")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                        help=f"[{ENV['log_level']}; default info]")
+    for command in (serve, _db(sub)):
+        command.add_argument("--db", metavar="URL",
+                             help="where responses are stored: a SQLite path or sqlite:///path, "
+                                  "postgresql://user@host/db, or 'none' "
+                                  f"[{ENV['db']}; default: SQLite in the user's data directory]")
+        command.add_argument("--retention-days", type=float,
+                             help=f"how long stored responses are kept [{ENV['retention_days']}; default 30]")
+    serve.add_argument("--api-keys-file", metavar="PATH",
+                       help=f"file with one accepted API key per line [{ENV['api_keys_file']}]")
+    serve.add_argument("--api-keys", metavar="K1,K2", help=f"accepted API keys [{ENV['api_keys']}]")
     return parser
+
+
+def _db(sub) -> argparse.ArgumentParser:
+    db = sub.add_parser("db", help="manage the response store")
+    db.add_argument("action", choices=("upgrade", "purge"),
+                    help="upgrade: apply schema migrations; purge: remove expired responses")
+    return db
 
 
 def settings_from(args: argparse.Namespace, environ=None) -> Settings:
@@ -58,6 +75,30 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"responses-gateway: {exc}")
     if args.command == "serve":
         serve(settings)
+    elif args.command == "db":
+        db_command(settings, args.action)
+
+
+def db_command(settings: Settings, action: str) -> None:
+    import asyncio
+
+    from .app import make_store
+
+    store = make_store(settings)
+    if store is None:
+        sys.exit("responses-gateway: no store configured (--db none)")
+
+    async def go() -> str:
+        await store.open()
+        try:
+            if action == "upgrade":
+                return f"schema at version {await store.upgrade()} ({store.label})"
+            await store.upgrade()
+            return f"purged {await store.purge()} expired responses ({store.label})"
+        finally:
+            await store.close()
+
+    print(asyncio.run(go()))
 
 
 def serve(settings: Settings) -> None:
@@ -69,6 +110,14 @@ def serve(settings: Settings) -> None:
     upstream = make_upstream(settings)
     log.info("responses-gateway %s listening on http://%s:%d", __version__, settings.host, settings.port)
     log.info("upstream: %s", upstream.label)
+    if settings.db == "none":
+        log.info("store: none (responses are not kept)")
+    else:
+        from .store import open_store
+
+        log.info("store: %s, retention %g days", open_store(settings.db).label, settings.retention_days)
+    if settings.load_api_keys():
+        log.info("API keys required on /v1 (%d configured)", len(settings.load_api_keys()))
     if settings.is_demo:
         log.warning("DEMO MODE: answers come from a scripted demo model, not a real one. "
                     "Use --upstream URL to serve a real model server.")

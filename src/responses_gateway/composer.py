@@ -36,10 +36,14 @@ class _Item:
 
 
 class Composer:
-    def __init__(self, response: dict, *, logprobs: bool = False, encrypted_reasoning: bool = False):
+    def __init__(self, response: dict, *, logprobs: bool = False, encrypted_reasoning: bool = False,
+                 reasoning_summary: bool = False):
         self.response = response
         self.want_logprobs = logprobs
         self.encrypted_reasoning = encrypted_reasoning
+        # With `reasoning.summary` requested, the reasoning streams as a summary part (clients such as the
+        # Vercel AI SDK show only summaries); otherwise as raw `reasoning_text` content, as OpenAI does.
+        self.reasoning_part = "summary_text" if reasoning_summary else "reasoning_text"
         self.seq = 0
         self.output: list[dict] = []
         self.text_item: _Item | None = None  # the open message or reasoning item
@@ -176,13 +180,19 @@ class Composer:
             item = self.text_item = self._add_item(out, "reasoning", {
                 "id": new_id("rs"), "type": "reasoning", "summary": [], "content": [],
             })
-            self._open_part(out, item, "reasoning_text")
+            self._open_part(out, item, self.reasoning_part)
         if ev.signature:
             item.signature = (item.signature or "") + ev.signature
         if ev.text:
             item.buf.append(ev.text)
-            out.append({"type": "response.reasoning_text.delta", "sequence_number": self._next(),
-                        "item_id": item.id, "output_index": item.index, "content_index": 0, "delta": ev.text})
+            if item.part == "summary_text":
+                out.append({"type": "response.reasoning_summary_text.delta", "sequence_number": self._next(),
+                            "item_id": item.id, "output_index": item.index, "summary_index": 0,
+                            "delta": ev.text})
+            else:
+                out.append({"type": "response.reasoning_text.delta", "sequence_number": self._next(),
+                            "item_id": item.id, "output_index": item.index, "content_index": 0,
+                            "delta": ev.text})
 
     def _start_call(self, out: list, ev: g.ToolCallStart) -> None:
         self._close_text(out, "completed")
@@ -214,6 +224,11 @@ class Composer:
             shape = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
         elif part == "refusal":
             shape = {"type": "refusal", "refusal": ""}
+        elif part == "summary_text":
+            out.append({"type": "response.reasoning_summary_part.added", "sequence_number": self._next(),
+                        "item_id": item.id, "output_index": item.index, "summary_index": 0,
+                        "part": {"type": "summary_text", "text": ""}})
+            return
         else:
             shape = {"type": "reasoning_text", "text": ""}
         out.append({"type": "response.content_part.added", "sequence_number": self._next(), "item_id": item.id,
@@ -224,6 +239,17 @@ class Composer:
         if part is None:
             return
         text = "".join(item.buf)
+        if part == "summary_text":
+            base = {"item_id": item.id, "output_index": item.index, "summary_index": 0}
+            final = {"type": "summary_text", "text": text}
+            out.append({"type": "response.reasoning_summary_text.done", "sequence_number": self._next(), **base,
+                        "text": text})
+            out.append({"type": "response.reasoning_summary_part.done", "sequence_number": self._next(), **base,
+                        "part": final})
+            item.item["summary"].append(final)
+            item.part = None
+            item.buf = []
+            return
         content = item.item["content"]
         index = len(content)
         base = {"item_id": item.id, "output_index": item.index, "content_index": index}

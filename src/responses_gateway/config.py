@@ -29,7 +29,20 @@ class Settings:
     max_tokens_field: str = "max_tokens"
     log_level: str = "info"
     workers: int = 1
+    # State: None = SQLite in the user's data directory; a path or sqlite:///path; postgresql://...; "none".
+    db: str | None = None
+    retention_days: float = 30.0
+    # Inbound keys: when any are set, every /v1 request needs `Authorization: Bearer <key>`.
+    api_keys: str | None = None  # comma-separated
+    api_keys_file: str | None = None
     extra: dict = field(default_factory=dict)
+
+    def load_api_keys(self) -> list[str]:
+        keys = [k.strip() for k in (self.api_keys or "").split(",") if k.strip()]
+        if self.api_keys_file:
+            with open(self.api_keys_file, encoding="utf-8") as fh:
+                keys += [line.strip() for line in fh if line.strip() and not line.lstrip().startswith("#")]
+        return keys
 
     @property
     def is_demo(self) -> bool:
@@ -49,6 +62,10 @@ ENV = {
     "max_tokens_field": "RG_MAX_TOKENS_FIELD",
     "log_level": "RG_LOG_LEVEL",
     "workers": "RG_WORKERS",
+    "db": "RG_DB",
+    "retention_days": "RG_RETENTION_DAYS",
+    "api_keys": "RG_API_KEYS",
+    "api_keys_file": "RG_API_KEYS_FILE",
 }
 
 CHOICES = {
@@ -70,7 +87,7 @@ def from_env(environ: dict[str, str] | None = None) -> dict:
         kind = types[name]
         if kind == "int":
             out[name] = int(raw)
-        elif kind in ("float", "float | None"):
+        elif kind in ("float", "float | None") or name == "retention_days":
             out[name] = float(raw)
         else:
             out[name] = raw

@@ -1,22 +1,28 @@
 """One response from start to terminal event: upstream stream → composer → batches of Responses events.
 
 Every way out — success, length cut, content filter, upstream error, dropped connection, a bug of ours —
-ends in exactly one terminal event. Client disconnect arrives as cancellation and closes the upstream.
+ends in exactly one terminal event. The finished response is handed to `on_final` (the store) before the
+terminal event goes out, so a client that chains the moment it sees `response.completed` finds it; a
+failing store write is logged and counted, and never swallows the terminal event. Client disconnect
+arrives as cancellation and closes the upstream.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
+from . import metrics
 from .composer import Composer
 from .generation import UpstreamError
 from .upstreams.base import EventStream
 
 log = logging.getLogger("responses_gateway.pipeline")
 
+OnFinal = Callable[[dict], Awaitable[None]]
 
-async def run(composer: Composer, stream: EventStream) -> AsyncIterator[list[dict]]:
+
+async def run(composer: Composer, stream: EventStream, on_final: OnFinal | None = None) -> AsyncIterator[list[dict]]:
     try:
         yield composer.start()
         try:
@@ -26,12 +32,20 @@ async def run(composer: Composer, stream: EventStream) -> AsyncIterator[list[dic
                     yield events
         except UpstreamError as exc:
             log.warning("response %s failed: %s", composer.response["id"], exc.message)
-            yield composer.fail(exc.code, exc.message, type=exc.type, param=exc.param)
-            return
+            events = composer.fail(exc.code, exc.message, type=exc.type, param=exc.param)
         except Exception:
             log.exception("response %s failed inside the gateway", composer.response["id"])
-            yield composer.fail("server_error", "The gateway failed while processing the response.")
-            return
-        yield composer.finish()
+            events = composer.fail("server_error", "The gateway failed while processing the response.")
+        else:
+            events = composer.finish()
+        final = composer.final
+        metrics.counters[f'responses_total{{status="{final["status"]}"}}'] += 1
+        if on_final is not None:
+            try:
+                await on_final(final)
+            except Exception:
+                metrics.counters["store_failures_total"] += 1
+                log.exception("response %s could not be stored", final["id"])
+        yield events
     finally:
         await stream.aclose()

@@ -13,8 +13,9 @@ from ..protocol.items import found_tools, normalize_input
 from ..protocol.request import parse_request
 from ..protocol.response import skeleton
 from ..protocol.tools import normalize_tools
+from ..state import resolve
 from ..upstreams.base import Call
-from .errors import APIError, error_response, unsupported
+from .errors import APIError, error_response
 from .streaming import EventStreamResponse
 
 
@@ -33,27 +34,36 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def owner(request: Request) -> str:
+    return request.scope.get("state", {}).get("owner", "")
+
+
 async def create_response(request: Request) -> Response:
     state = request.app.state
     settings = state.settings
     req = parse_request(await read_body(request, settings.max_body_bytes))
-    if req.previous_response_id is not None:
-        raise unsupported("previous_response_id", "Chaining with previous_response_id")
-    items = normalize_input(req.input)
+    who = owner(request)
+    history, items = await resolve(state.store, req.previous_response_id, normalize_input(req.input), who)
     tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
-                            found=found_tools(items))
-    call = Call(req, items, tools, req.instructions)
+                            found=found_tools(history))
+    call = Call(req, history, tools, req.instructions)
     include = req.include or ()
     composer = Composer(
         skeleton(req, tools),
         logprobs="message.output_text.logprobs" in include,
         encrypted_reasoning="reasoning.encrypted_content" in include,
+        reasoning_summary=bool(req.reasoning and (req.reasoning.summary or req.reasoning.generate_summary)
+                               not in (None, "none")),
     )
     try:
         stream = await state.upstream.open(call)
     except UpstreamError as exc:
         raise APIError(exc.status, exc.message, type=exc.type, param=exc.param, code=exc.code) from None
-    batches = run(composer, stream)
+    on_final = None
+    if state.store is not None and req.store is not False:
+        async def on_final(final: dict) -> None:
+            await state.store.save(final, items, who)
+    batches = run(composer, stream, on_final)
     if req.stream:
         return EventStreamResponse(batches)
     async for _ in batches:

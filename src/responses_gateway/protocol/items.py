@@ -38,7 +38,6 @@ UNSERVABLE = {
     "mcp_call": "MCP items",
     "mcp_approval_request": "MCP items",
     "mcp_approval_response": "MCP items",
-    "item_reference": "item_reference items",
 }
 
 
@@ -116,6 +115,8 @@ def normalize_item(item: Any, where: str) -> dict:
         out = {"type": kind, "call_id": _need_str(item, "call_id", where), "tools": tools,
                "execution": item.get("execution") or "client"}
         return _keep_id(item, out)
+    if kind == "item_reference":
+        return {"type": kind, "id": _need_str(item, "id", where)}
     if kind == "reasoning":
         summary = item.get("summary") or []
         content = item.get("content") or []

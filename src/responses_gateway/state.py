@@ -1,0 +1,63 @@
+"""History: `previous_response_id` and `item_reference` resolved into the full list of input items.
+
+Follows OpenAI on inheritance: the previous chain's input and output items are inherited, in order;
+`instructions` and `tools` are not (each request brings its own).
+"""
+
+from __future__ import annotations
+
+from .api.errors import APIError
+from .ids import new_id
+from .protocol.items import normalize_item
+from .store.base import Store
+
+ID_PREFIX = {
+    "message": "msg", "function_call": "fc", "function_call_output": "fco", "custom_tool_call": "ctc",
+    "custom_tool_call_output": "ctco", "reasoning": "rs", "tool_search_call": "tsc", "tool_search_output": "tso",
+}
+
+
+def not_found(response_id: str, param: str | None = None, code: str | None = None) -> APIError:
+    status = 400 if param else 404
+    return APIError(status, f"Response with id '{response_id}' not found.", param=param, code=code)
+
+
+async def resolve(store: Store | None, previous_response_id: str | None, items: list[dict],
+                  owner: str) -> tuple[list[dict], list[dict]]:
+    """(history for the upstream, this request's items as they will be stored). Raises before any stream."""
+    refs = [item["id"] for item in items if item["type"] == "item_reference"]
+    if (previous_response_id or refs) and store is None:
+        raise APIError(400, "This gateway keeps no state (it runs with --db none): previous_response_id and "
+                       "item_reference are unavailable.", param="previous_response_id" if previous_response_id
+                       else "input", code="unsupported_parameter")
+    history: list[dict] = []
+    if previous_response_id:
+        found = await store.history(previous_response_id, owner)
+        if found is None:
+            raise APIError(400, f"Previous response with id '{previous_response_id}' not found.",
+                           param="previous_response_id", code="previous_response_not_found")
+        history = [normalize_item(item, "previous_response") for item in found]
+    if refs:
+        stored = await store.items_by_id(refs, owner)
+        resolved = []
+        for i, item in enumerate(items):
+            if item["type"] == "item_reference":
+                if item["id"] not in stored:
+                    raise APIError(404, f"Item with id '{item['id']}' not found.", param=f"input[{i}]",
+                                   code=None)
+                item = normalize_item(stored[item["id"]], f"input[{i}]")
+            resolved.append(item)
+        items = resolved
+    return history + items, with_ids(items)
+
+
+def with_ids(items: list[dict]) -> list[dict]:
+    """Input items as stored and listed: each with an id, messages with a status, as OpenAI lists them."""
+    out = []
+    for item in items:
+        if "id" not in item:
+            item = {"id": new_id(ID_PREFIX.get(item["type"], "item")), **item}
+        if item["type"] == "message" and "status" not in item:
+            item = {**item, "status": "completed"}
+        out.append(item)
+    return out

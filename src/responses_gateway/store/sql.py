@@ -1,0 +1,309 @@
+"""One SQL store, two engines: SQLite (embedded default, WAL) and PostgreSQL (shared by several replicas).
+
+Rows: `responses` (the final object as JSON) and `items` (each response's input items and output items,
+in order). A chain is resolved with one recursive query over `previous_response_id`. Deleting a response
+hides it (not retrievable, not chainable, no input_items); its items stay readable to responses chained
+after it until retention removes them, so deleting one turn never breaks a later turn's history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import orjson
+
+from .base import Page
+
+log = logging.getLogger("responses_gateway.store")
+
+MIGRATIONS: list[list[str]] = [
+    [  # 1: responses and their items
+        """CREATE TABLE responses (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            previous_response_id TEXT,
+            created_at BIGINT NOT NULL,
+            expires_at BIGINT NOT NULL,
+            deleted INTEGER NOT NULL DEFAULT 0,
+            body TEXT NOT NULL
+        )""",
+        "CREATE INDEX responses_expires_at ON responses (expires_at)",
+        """CREATE TABLE items (
+            response_id TEXT NOT NULL,
+            part INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            id TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (response_id, part, position)
+        )""",
+        "CREATE INDEX items_id ON items (id)",
+    ],
+]
+
+INPUT, OUTPUT = 0, 1
+
+_CHAIN = """
+WITH RECURSIVE chain(id, prev, depth) AS (
+    SELECT id, previous_response_id, 0 FROM responses WHERE id = ?
+    UNION ALL
+    SELECT r.id, r.previous_response_id, c.depth + 1 FROM responses r JOIN chain c ON r.id = c.prev
+)
+SELECT i.body FROM chain c JOIN items i ON i.response_id = c.id
+ORDER BY c.depth DESC, i.part, i.position
+"""
+
+
+def default_sqlite_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "responses-gateway" / "responses.db"
+
+
+def open_store(url: str | None, retention_days: float = 30.0) -> SQLStore:
+    """`url`: None (SQLite in the user's data directory), a path, `sqlite:///path`, or `postgresql://...`."""
+    if url and url.startswith(("postgres://", "postgresql://")):
+        return SQLStore(_Postgres(url), retention_days)
+    if url and url.startswith("sqlite:"):
+        parsed = urlparse(url)
+        path = Path(parsed.path if parsed.netloc == "" else parsed.netloc + parsed.path)
+    else:
+        path = Path(url) if url else default_sqlite_path()
+    return SQLStore(_SQLite(path), retention_days)
+
+
+class SQLStore:
+    def __init__(self, engine, retention_days: float):
+        self.engine = engine
+        self.retention = int(retention_days * 86400)
+        self.label = engine.label
+
+    async def open(self) -> None:
+        await self.engine.connect()
+
+    async def upgrade(self) -> int:
+        """Apply pending migrations (safe when several processes start at once); returns the version."""
+        return await self.engine.migrate(MIGRATIONS)
+
+    async def close(self) -> None:
+        await self.engine.close()
+
+    async def save(self, response: dict, input_items: list[dict], owner: str) -> None:
+        created = int(response.get("created_at") or time.time())
+        rid = response["id"]
+        rows = [(rid, INPUT, i, item.get("id", ""), owner, orjson.dumps(item).decode())
+                for i, item in enumerate(input_items)]
+        rows += [(rid, OUTPUT, i, item.get("id", ""), owner, orjson.dumps(item).decode())
+                 for i, item in enumerate(response.get("output") or ())]
+        await self.engine.write([
+            ("INSERT INTO responses (id, owner, previous_response_id, created_at, expires_at, deleted, body) "
+             "VALUES (?, ?, ?, ?, ?, 0, ?)",
+             [(rid, owner, response.get("previous_response_id"), created, created + self.retention,
+               orjson.dumps(response).decode())]),
+            ("INSERT INTO items (response_id, part, position, id, owner, body) VALUES (?, ?, ?, ?, ?, ?)", rows),
+        ])
+
+    async def _head(self, response_id: str, owner: str):
+        return await self.engine.fetchone(
+            "SELECT body FROM responses WHERE id = ? AND owner = ? AND deleted = 0 AND expires_at > ?",
+            (response_id, owner, int(time.time())))
+
+    async def get(self, response_id: str, owner: str) -> dict | None:
+        row = await self._head(response_id, owner)
+        return orjson.loads(row[0]) if row else None
+
+    async def delete(self, response_id: str, owner: str) -> bool:
+        return await self.engine.execute_count(
+            "UPDATE responses SET deleted = 1 WHERE id = ? AND owner = ? AND deleted = 0 AND expires_at > ?",
+            (response_id, owner, int(time.time()))) > 0
+
+    async def history(self, response_id: str, owner: str) -> list[dict] | None:
+        if await self._head(response_id, owner) is None:
+            return None
+        rows = await self.engine.fetchall(_CHAIN, (response_id,))
+        return [orjson.loads(r[0]) for r in rows]
+
+    async def items_by_id(self, ids: list[str], owner: str) -> dict[str, dict]:
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        rows = await self.engine.fetchall(
+            f"SELECT i.id, i.body FROM items i JOIN responses r ON r.id = i.response_id "
+            f"WHERE i.id IN ({marks}) AND i.owner = ? AND r.expires_at > ? ORDER BY r.created_at",
+            (*ids, owner, int(time.time())))
+        return {row[0]: orjson.loads(row[1]) for row in rows}  # the latest copy wins
+
+    async def input_items(self, response_id: str, owner: str, *, after: str | None, before: str | None,
+                          limit: int, order: str) -> Page | None:
+        if await self._head(response_id, owner) is None:
+            return None
+        clauses, args = ["response_id = ?", "part = 0"], [response_id]
+        for cursor, op in ((after, ">" if order == "asc" else "<"), (before, "<" if order == "asc" else ">")):
+            if cursor is None:
+                continue
+            row = await self.engine.fetchone(
+                "SELECT position FROM items WHERE response_id = ? AND part = 0 AND id = ? ORDER BY position",
+                (response_id, cursor))
+            if row is None:
+                return Page([], False)
+            clauses.append(f"position {op} ?")
+            args.append(row[0])
+        direction = "ASC" if order == "asc" else "DESC"
+        rows = await self.engine.fetchall(
+            f"SELECT body FROM items WHERE {' AND '.join(clauses)} ORDER BY position {direction} LIMIT ?",
+            (*args, limit + 1))
+        items = [orjson.loads(r[0]) for r in rows[:limit]]
+        return Page(items, len(rows) > limit)
+
+    async def purge(self) -> int:
+        now = int(time.time())
+        return await self.engine.write([
+            ("DELETE FROM items WHERE response_id IN (SELECT id FROM responses WHERE expires_at <= ?)", [(now,)]),
+            ("DELETE FROM responses WHERE expires_at <= ?", [(now,)]),
+        ], count_last=True)
+
+
+class _SQLite:
+    """aiosqlite keeps sqlite3 off the event loop. WAL lets readers run beside the single writer, and the
+    busy timeout lets several worker processes on one host share the file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.label = f"sqlite:{path}"
+        self.writer = None
+        self.reader = None
+        self.lock = asyncio.Lock()
+
+    async def _open(self):
+        import aiosqlite
+
+        conn = await aiosqlite.connect(self.path, isolation_level=None)
+        await conn.execute("PRAGMA busy_timeout = 10000")
+        await conn.execute("PRAGMA journal_mode = WAL")
+        await conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    async def connect(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.writer = await self._open()
+        self.reader = await self._open()
+
+    async def close(self) -> None:
+        for conn in (self.writer, self.reader):
+            if conn is not None:
+                await conn.close()
+        self.writer = self.reader = None
+
+    async def migrate(self, migrations: list[list[str]]) -> int:
+        async with self.lock:
+            conn = self.writer
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                await conn.execute("CREATE TABLE IF NOT EXISTS rg_schema (version INTEGER NOT NULL)")
+                async with conn.execute("SELECT max(version) FROM rg_schema") as cur:
+                    current = (await cur.fetchone())[0] or 0
+                for version, statements in enumerate(migrations, start=1):
+                    if version > current:
+                        for sql in statements:
+                            await conn.execute(sql)
+                        await conn.execute("INSERT INTO rg_schema (version) VALUES (?)", (version,))
+                await conn.execute("COMMIT")
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+        return len(migrations)
+
+    async def write(self, statements: list[tuple[str, list]], count_last: bool = False) -> int:
+        count = 0
+        async with self.lock:
+            conn = self.writer
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, rows in statements:
+                    if rows:
+                        cur = await conn.executemany(sql, rows)
+                        count = cur.rowcount
+                await conn.execute("COMMIT")
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+        return count
+
+    async def execute_count(self, sql: str, args: tuple) -> int:
+        async with self.lock:
+            cur = await self.writer.execute(sql, args)
+            return cur.rowcount
+
+    async def fetchone(self, sql: str, args: tuple):
+        async with self.reader.execute(sql, args) as cur:
+            return await cur.fetchone()
+
+    async def fetchall(self, sql: str, args: tuple):
+        async with self.reader.execute(sql, args) as cur:
+            return await cur.fetchall()
+
+
+def _pg(sql: str) -> str:
+    """`?` placeholders → `$1, $2, ...`."""
+    pieces = sql.split("?")
+    return pieces[0] + "".join(f"${n}{piece}" for n, piece in enumerate(pieces[1:], start=1))
+
+
+class _Postgres:
+    def __init__(self, url: str):
+        self.url = url
+        parsed = urlparse(url)
+        self.label = f"postgresql://{parsed.hostname or ''}:{parsed.port or 5432}{parsed.path}"  # no password
+        self.pool = None
+
+    async def connect(self) -> None:
+        import asyncpg
+
+        self.pool = await asyncpg.create_pool(self.url, min_size=1, max_size=10)
+
+    async def close(self) -> None:
+        if self.pool is not None:
+            await self.pool.close()
+            self.pool = None
+
+    async def migrate(self, migrations: list[list[str]]) -> int:
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(727274)")  # one migrator at a time
+            await conn.execute("CREATE TABLE IF NOT EXISTS rg_schema (version INTEGER NOT NULL)")
+            current = await conn.fetchval("SELECT max(version) FROM rg_schema") or 0
+            for version, statements in enumerate(migrations, start=1):
+                if version > current:
+                    for sql in statements:
+                        await conn.execute(sql)
+                    await conn.execute("INSERT INTO rg_schema (version) VALUES ($1)", version)
+        return len(migrations)
+
+    async def write(self, statements: list[tuple[str, list]], count_last: bool = False) -> int:
+        count = 0
+        async with self.pool.acquire() as conn, conn.transaction():
+            for sql, rows in statements:
+                if not rows:
+                    continue
+                if count_last and len(rows) == 1:
+                    status = await conn.execute(_pg(sql), *rows[0])
+                    count = int(status.rsplit(" ", 1)[-1])
+                else:
+                    await conn.executemany(_pg(sql), rows)
+        return count
+
+    async def execute_count(self, sql: str, args: tuple) -> int:
+        async with self.pool.acquire() as conn:
+            status = await conn.execute(_pg(sql), *args)
+        return int(status.rsplit(" ", 1)[-1])
+
+    async def fetchone(self, sql: str, args: tuple):
+        async with self.pool.acquire() as conn:
+            return await conn.fetchrow(_pg(sql), *args)
+
+    async def fetchall(self, sql: str, args: tuple):
+        async with self.pool.acquire() as conn:
+            return await conn.fetch(_pg(sql), *args)
