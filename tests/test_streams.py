@@ -59,6 +59,17 @@ def test_reasoning_then_text(http, upstream):
     assert result.response["usage"]["output_tokens_details"]["reasoning_tokens"] == 4
 
 
+def test_reasoning_as_summary_when_requested(http, upstream):
+    upstream.enqueue(reasoning_then_text(["Step ", "one."], ["Done."]))
+    result = stream(http, {"model": "fake-model", "input": "x", "reasoning": {"summary": "auto"}})
+    reasoning = result.response["output"][0]
+    assert reasoning["summary"] == [{"type": "summary_text", "text": "Step one."}]
+    assert reasoning["content"] == []
+    assert "response.reasoning_summary_text.delta" in result.types
+    assert "response.reasoning_text.delta" not in result.types
+    assert result.response["reasoning"]["summary"] == "auto"
+
+
 def test_parallel_tool_calls_interleaved(http, upstream):
     upstream.enqueue(tool_calls_stream([
         ("call_a", "get_weather", ['{"ci', 'ty": "Pa', 'ris"}']),
