@@ -29,7 +29,7 @@ log = logging.getLogger("responses_gateway")
 
 
 def make_upstream(settings: Settings):
-    return DemoUpstream() if settings.is_demo else ChatCompletionsUpstream(settings)
+    return DemoUpstream() if settings.is_demo else ChatCompletionsUpstream(settings.route())
 
 
 def make_store(settings: Settings):

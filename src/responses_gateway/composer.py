@@ -280,7 +280,9 @@ class Composer:
         if item.kind == "reasoning":
             text = "".join(item.buf)
             self._close_part(out, item)
-            if self.encrypted_reasoning:
+            # An upstream signature (e.g. Anthropic's) is needed to send the reasoning back later, so it is
+            # kept even when the client did not ask for encrypted content.
+            if self.encrypted_reasoning or item.signature:
                 item.item["encrypted_content"] = seal(text, item.signature)
         else:
             self._close_part(out, item)

@@ -48,6 +48,20 @@ class Settings:
     def is_demo(self) -> bool:
         return self.upstream_url == DEMO_UPSTREAM
 
+    def route(self):
+        """The one upstream given by --upstream, as a Route."""
+        from .upstreams.base import Route
+
+        return Route(
+            kind="demo" if self.is_demo else "chat_completions",
+            base_url="" if self.is_demo else self.upstream_url,
+            api_key=self.upstream_api_key,
+            reasoning_history=self.reasoning_history,
+            max_tokens_field=self.max_tokens_field,
+            connect_timeout=self.upstream_connect_timeout,
+            read_timeout=self.upstream_read_timeout,
+        )
+
 
 ENV = {
     "upstream_url": "RG_UPSTREAM_URL",

@@ -10,6 +10,21 @@ from ..protocol.request import CreateResponse
 from ..protocol.tools import ToolSet
 
 
+@dataclass(frozen=True)
+class Route:
+    """One upstream: where it is, how to talk to it, and the per-upstream policies."""
+
+    kind: str  # "chat_completions" | "anthropic" | "responses" | "demo"
+    base_url: str = ""
+    api_key: str | None = None
+    model: str | None = None  # the model name sent upstream; None sends the request's
+    max_tokens: int | None = None  # used when the request sets no max_output_tokens (Anthropic needs one)
+    reasoning_history: str = "reasoning_content"  # chat_completions: how earlier reasoning goes back
+    max_tokens_field: str = "max_tokens"  # chat_completions: max_tokens | max_completion_tokens
+    connect_timeout: float = 30.0
+    read_timeout: float | None = 600.0
+
+
 @dataclass
 class Call:
     """One generation step as adapters see it: the request, the full input history, the tools offered."""
@@ -18,6 +33,11 @@ class Call:
     items: list[dict]
     tools: ToolSet
     instructions: str | None = None
+    model: str = ""  # the upstream's name for the model
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            self.model = self.request.model
 
     @property
     def want_logprobs(self) -> bool:

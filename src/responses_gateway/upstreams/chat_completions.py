@@ -13,13 +13,13 @@ import aiohttp
 import orjson
 
 from .. import generation as g
-from ..config import Settings
 from ..ids import new_id
 from ..protocol.tools import Tool
 from ..sse import SSEDecoder
-from .base import Call
+from .base import Call, Route
 from .chat_messages import to_messages
 from .custom_input import CustomInputDecoder
+from .http import HTTPUpstream
 
 log = logging.getLogger("responses_gateway.upstream")
 
@@ -34,11 +34,11 @@ FINISH = {"stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_cal
           "content_filter": "content_filter", "eos": "stop", "end_turn": "stop"}
 
 
-def build_body(call: Call, settings: Settings) -> dict:
+def build_body(call: Call, route: Route) -> dict:
     req = call.request
     body: dict = {
-        "model": req.model,
-        "messages": to_messages(call.instructions, call.items, settings.reasoning_history),
+        "model": call.model,
+        "messages": to_messages(call.instructions, call.items, route.reasoning_history),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -55,8 +55,9 @@ def build_body(call: Call, settings: Settings) -> dict:
         value = getattr(req, name)
         if value is not None:
             body[name] = value
-    if req.max_output_tokens is not None:
-        body[settings.max_tokens_field] = req.max_output_tokens
+    max_tokens = req.max_output_tokens if req.max_output_tokens is not None else route.max_tokens
+    if max_tokens is not None:
+        body[route.max_tokens_field] = max_tokens
     if req.reasoning is not None and req.reasoning.effort is not None:
         body["reasoning_effort"] = req.reasoning.effort
     fmt = req.text.format if req.text else None
@@ -100,33 +101,13 @@ def _tool(tool: Tool) -> dict:
     return {"type": "function", "function": fn}
 
 
-class ChatCompletionsUpstream:
-    def __init__(self, settings: Settings):
-        self.settings = settings
-        self.base = settings.upstream_url.rstrip("/")
+class ChatCompletionsUpstream(HTTPUpstream):
+    def __init__(self, route: Route):
+        super().__init__(route)
         self.label = f"{self.base} (chat completions)"
         self.headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if settings.upstream_api_key:
-            self.headers["authorization"] = f"Bearer {settings.upstream_api_key}"
-        self._session: aiohttp.ClientSession | None = None
-
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.settings.upstream_connect_timeout,
-                                            sock_read=self.settings.upstream_read_timeout)
-            self._session = aiohttp.ClientSession(
-                timeout=timeout,
-                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60, ttl_dns_cache=300),
-                json_serialize=lambda o: orjson.dumps(o).decode(),
-                auto_decompress=True,
-            )
-        return self._session
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if route.api_key:
+            self.headers["authorization"] = f"Bearer {route.api_key}"
 
     async def list_models(self) -> list[dict]:
         try:
@@ -140,7 +121,7 @@ class ChatCompletionsUpstream:
         return [m for m in data if isinstance(m, dict) and "id" in m]
 
     async def open(self, call: Call) -> ChatStream:
-        body = build_body(call, self.settings)
+        body = build_body(call, self.route)
         try:
             resp = await self.session.post(f"{self.base}/chat/completions", data=orjson.dumps(body),
                                            headers=self.headers)
