@@ -21,6 +21,7 @@ from .api.responses import create_response
 from .api.stored import cancel_response, delete_response, get_response, list_input_items
 from .config import Settings
 from .generation import UpstreamError
+from .routing import Router, load_rules
 from .store import open_store
 from .upstreams.chat_completions import ChatCompletionsUpstream
 from .upstreams.demo import DemoUpstream
@@ -30,6 +31,14 @@ log = logging.getLogger("responses_gateway")
 
 def make_upstream(settings: Settings):
     return DemoUpstream() if settings.is_demo else ChatCompletionsUpstream(settings.route())
+
+
+def make_router(settings: Settings, upstream=None) -> Router:
+    if upstream is not None:
+        return Router.single(upstream, settings.route())
+    if settings.config:
+        return Router(load_rules(settings.config))
+    return Router.single(make_upstream(settings), settings.route())
 
 
 def make_store(settings: Settings):
@@ -59,7 +68,7 @@ async def health(request: Request) -> Response:
 
 async def list_models(request: Request) -> Response:
     try:
-        models = await request.app.state.upstream.list_models()
+        models = await request.app.state.router.list_models()
     except UpstreamError as exc:
         raise APIError(exc.status, exc.message, type=exc.type, code=exc.code) from None
     return Response(orjson.dumps({"object": "list", "data": models}), media_type="application/json")
@@ -90,11 +99,12 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
     return SERVER_ERROR.response()
 
 
-def create_app(settings: Settings, upstream=None) -> Starlette:
+def create_app(settings: Settings, upstream=None, router: Router | None = None) -> Starlette:
+    """`upstream`: serve every model from this adapter (tests); `router`: an already built router."""
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         app.state.settings = settings
-        app.state.upstream = upstream or make_upstream(settings)
+        app.state.router = live = router or make_router(settings, upstream)
         app.state.store = store = make_store(settings)
         purger = None
         if store is not None:
@@ -106,7 +116,7 @@ def create_app(settings: Settings, upstream=None) -> Starlette:
         finally:
             if purger is not None:
                 purger.cancel()
-            await app.state.upstream.close()
+            await live.close()
             if store is not None:
                 await store.close()
 

@@ -22,6 +22,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--upstream", dest="upstream_url", metavar="URL",
                        help="Chat Completions base URL, e.g. http://127.0.0.1:8000/v1, or 'demo' for the built-in "
                             f"scripted demo model [{ENV['upstream_url']}; default: demo]")
+    serve.add_argument("--config", metavar="FILE",
+                       help=f"TOML file routing model names to upstreams (see docs/routing.md) [{ENV['config']}]")
     serve.add_argument("--upstream-api-key", metavar="KEY", help=f"bearer token for the upstream "
                                                                  f"[{ENV['upstream_api_key']}]")
     serve.add_argument("--host", help=f"address to listen on [{ENV['host']}; default 127.0.0.1]")
@@ -104,12 +106,19 @@ def db_command(settings: Settings, action: str) -> None:
 def serve(settings: Settings) -> None:
     import uvicorn
 
-    from .app import create_app, make_upstream
+    from .app import create_app, make_router
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    upstream = make_upstream(settings)
+    try:
+        router = make_router(settings)
+    except (OSError, ValueError) as exc:
+        sys.exit(f"responses-gateway: {exc}")
     log.info("responses-gateway %s listening on http://%s:%d", __version__, settings.host, settings.port)
-    log.info("upstream: %s", upstream.label)
+    if settings.config:
+        for line in router.labels:
+            log.info("route: %s", line)
+    else:
+        log.info("upstream: %s", router.upstreams[0].label)
     if settings.db == "none":
         log.info("store: none (responses are not kept)")
     else:
@@ -118,7 +127,7 @@ def serve(settings: Settings) -> None:
         log.info("store: %s, retention %g days", open_store(settings.db).label, settings.retention_days)
     if settings.load_api_keys():
         log.info("API keys required on /v1 (%d configured)", len(settings.load_api_keys()))
-    if settings.is_demo:
+    if any(rule.route.kind == "demo" for rule in router.rules):
         log.warning("DEMO MODE: answers come from a scripted demo model, not a real one. "
                     "Use --upstream URL to serve a real model server.")
     common = dict(host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False,
@@ -131,4 +140,4 @@ def serve(settings: Settings) -> None:
                 os.environ[var] = str(value)
         uvicorn.run("responses_gateway.app:app_from_env", factory=True, workers=settings.workers, **common)
     else:
-        uvicorn.run(create_app(settings, upstream), **common)
+        uvicorn.run(create_app(settings, router=router), **common)

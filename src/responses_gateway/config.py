@@ -35,6 +35,7 @@ class Settings:
     # Inbound keys: when any are set, every /v1 request needs `Authorization: Bearer <key>`.
     api_keys: str | None = None  # comma-separated
     api_keys_file: str | None = None
+    config: str | None = None  # a TOML routing file (see routing.py); overrides --upstream
     extra: dict = field(default_factory=dict)
 
     def load_api_keys(self) -> list[str]:
@@ -80,6 +81,7 @@ ENV = {
     "retention_days": "RG_RETENTION_DAYS",
     "api_keys": "RG_API_KEYS",
     "api_keys_file": "RG_API_KEYS_FILE",
+    "config": "RG_CONFIG",
 }
 
 CHOICES = {

@@ -43,10 +43,11 @@ async def create_response(request: Request) -> Response:
     settings = state.settings
     req = parse_request(await read_body(request, settings.max_body_bytes))
     who = owner(request)
+    upstream, upstream_model = state.router.pick(req.model)
     history, items = await resolve(state.store, req.previous_response_id, normalize_input(req.input), who)
     tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
                             found=found_tools(history))
-    call = Call(req, history, tools, req.instructions)
+    call = Call(req, history, tools, req.instructions, upstream_model)
     include = req.include or ()
     composer = Composer(
         skeleton(req, tools),
@@ -56,7 +57,7 @@ async def create_response(request: Request) -> Response:
                                not in (None, "none")),
     )
     try:
-        stream = await state.upstream.open(call)
+        stream = await upstream.open(call)
     except UpstreamError as exc:
         raise APIError(exc.status, exc.message, type=exc.type, param=exc.param, code=exc.code) from None
     on_final = None

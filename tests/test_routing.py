@@ -1,0 +1,85 @@
+"""Several upstreams behind one gateway, chosen by model name from a TOML config."""
+
+import httpx
+import openai
+import pytest
+
+from responses_gateway.config import Settings
+from responses_gateway.routing import load_rules
+from tests.support.fake_chat import FakeChatUpstream, text_stream
+from tests.support.server import GatewayServer
+
+
+@pytest.fixture
+def routed(tmp_path, upstream):
+    with FakeChatUpstream(models=("small-1", "small-2", "other")) as second:
+        config = tmp_path / "routes.toml"
+        config.write_text(f'''
+[[routes]]
+match = "big"
+kind = "chat_completions"
+base_url = "{upstream.base_url}"
+api_key_env = "RG_TEST_BIG_KEY"
+model = "vendor/big-model-v2"
+max_tokens = 77
+
+[[routes]]
+match = "small-*"
+base_url = "{second.base_url}"
+''')
+        settings = Settings(config=str(config), db=str(tmp_path / "db.sqlite"))
+        import os
+        os.environ["RG_TEST_BIG_KEY"] = "sk-big"
+        try:
+            with GatewayServer(settings) as gw:
+                yield gw, upstream, second
+        finally:
+            del os.environ["RG_TEST_BIG_KEY"]
+
+
+def test_models_are_routed_by_name_and_pattern(routed):
+    gw, big, small = routed
+    client = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="x", max_retries=0)
+    big.enqueue(text_stream(["from big"]))
+    small.enqueue(text_stream(["from small"]))
+    assert client.responses.create(model="big", input="hi").output_text == "from big"
+    assert client.responses.create(model="small-2", input="hi").output_text == "from small"
+    sent_big = big.requests[0]
+    assert sent_big.body["model"] == "vendor/big-model-v2"  # the upstream's own name
+    assert sent_big.body["max_tokens"] == 77  # the route's default
+    assert sent_big.headers["authorization"] == "Bearer sk-big"
+    assert small.requests[0].body["model"] == "small-2"
+    ids = {m["id"] for m in httpx.get(f"{gw.url}/v1/models").json()["data"]}
+    assert ids == {"big", "small-1", "small-2"}
+
+
+def test_unknown_model_is_404(routed):
+    gw, _, _ = routed
+    resp = httpx.post(f"{gw.url}/v1/responses", json={"model": "nope", "input": "x"})
+    assert resp.status_code == 404
+    assert resp.json()["error"]["code"] == "model_not_found"
+
+
+def test_chain_across_upstreams(routed):
+    gw, big, small = routed
+    client = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="x", max_retries=0)
+    big.enqueue(text_stream(["Paris."]))
+    first = client.responses.create(model="big", input="Capital of France?")
+    small.enqueue(text_stream(["About 2 million."]))
+    second = client.responses.create(model="small-1", input="Population?", previous_response_id=first.id)
+    assert second.output_text == "About 2 million."
+    assert small.requests[0].body["messages"] == [
+        {"role": "user", "content": "Capital of France?"},
+        {"role": "assistant", "content": "Paris."},
+        {"role": "user", "content": "Population?"},
+    ]
+
+
+def test_bad_config_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[routes]]\nmatch = "x"\nkind = "telepathy"\n')
+    with pytest.raises(ValueError, match="kind must be one of"):
+        load_rules(str(bad))
+    bad.write_text('[[routes]]\nmatch = "x"\nbase_url = "http://h"\ncolour = "red"\n')
+    with pytest.raises(ValueError, match="unknown keys"):
+        load_rules(str(bad))
