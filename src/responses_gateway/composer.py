@@ -51,6 +51,7 @@ class Composer:
         self.finish_reason: str | None = None
         self.usage: dict | None = None
         self.closed = False
+        self.pending: list[_Item] = []  # MCP calls whose arguments are complete, awaiting execution
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -73,8 +74,8 @@ class Composer:
                 call = self.calls.get(ev.key)
                 if call is not None and ev.text:
                     call.buf.append(ev.text)
-                    if call.kind == "tool_search":
-                        continue  # its arguments arrive whole, as an object, in output_item.done
+                    if call.kind == "tool_search" or call.kind == "mcp_approval":
+                        continue  # no delta events: the arguments arrive whole in output_item.done
                     out.append({
                         "type": _ARGS_DELTA[call.kind], "sequence_number": self._next(),
                         "item_id": call.id, "output_index": call.index, "delta": ev.text,
@@ -85,13 +86,7 @@ class Composer:
                 if ev.text:
                     self._text(out, "refusal", ev.text, None)
             elif kind is g.Usage:
-                self.usage = {
-                    "input_tokens": ev.input_tokens,
-                    "input_tokens_details": {"cached_tokens": ev.cached_tokens},
-                    "output_tokens": ev.output_tokens,
-                    "output_tokens_details": {"reasoning_tokens": ev.reasoning_tokens},
-                    "total_tokens": ev.input_tokens + ev.output_tokens,
-                }
+                self._usage(ev)
             elif kind is g.Finish:
                 self.finish_reason = ev.reason
                 self._close_all(out, "incomplete" if ev.reason in INCOMPLETE_REASONS else "completed")
@@ -125,6 +120,73 @@ class Composer:
     @property
     def final(self) -> dict:
         return self.response
+
+    # -- gateway-executed tools (MCP): a response of several upstream steps --------------------------------
+
+    def next_step(self) -> None:
+        """Another upstream step of the same response: output indexes and sequence numbers continue."""
+        self.finish_reason = None
+
+    def take_pending(self) -> list[_Item]:
+        pending, self.pending = self.pending, []
+        return pending
+
+    def mcp_result(self, call: _Item, output: str | None, error: str | None) -> list[dict]:
+        item = call.item
+        ok = error is None
+        item["output"] = output
+        item["error"] = error
+        item["status"] = "completed" if ok else "failed"
+        return [
+            {"type": "response.mcp_call.completed" if ok else "response.mcp_call.failed",
+             "sequence_number": self._next(), "item_id": call.id, "output_index": call.index},
+            {"type": "response.output_item.done", "sequence_number": self._next(), "output_index": call.index,
+             "item": item},
+        ]
+
+    def list_tools_started(self, server_label: str) -> tuple[_Item, list[dict]]:
+        out: list[dict] = []
+        item = self._add_item(out, "mcp_list_tools", {"id": new_id("mcpl"), "type": "mcp_list_tools",
+                                                      "server_label": server_label, "tools": []})
+        out.append({"type": "response.mcp_list_tools.in_progress", "sequence_number": self._next(),
+                    "item_id": item.id, "output_index": item.index})
+        return item, out
+
+    def list_tools_done(self, item: _Item, tools: list[dict] | None, error: str | None) -> list[dict]:
+        if error is None:
+            item.item["tools"] = tools or []
+        else:
+            item.item["error"] = error
+        return [
+            {"type": "response.mcp_list_tools.completed" if error is None else "response.mcp_list_tools.failed",
+             "sequence_number": self._next(), "item_id": item.id, "output_index": item.index},
+            {"type": "response.output_item.done", "sequence_number": self._next(), "output_index": item.index,
+             "item": item.item},
+        ]
+
+    def mcp_call_added(self, server_label: str, name: str, arguments: str,
+                       approval_request_id: str | None = None) -> tuple[_Item, list[dict]]:
+        """An MCP call the gateway runs without the model asking now (an approved request)."""
+        out: list[dict] = []
+        call = self._add_item(out, "mcp", _mcp_item(server_label, name, arguments, approval_request_id))
+        out.append({"type": "response.mcp_call.in_progress", "sequence_number": self._next(),
+                    "item_id": call.id, "output_index": call.index})
+        out.append({"type": "response.mcp_call_arguments.done", "sequence_number": self._next(),
+                    "item_id": call.id, "output_index": call.index, "arguments": arguments})
+        return call, out
+
+    def _usage(self, ev: g.Usage) -> None:
+        """Usage of every upstream step, added up."""
+        u = self.usage
+        if u is None:
+            u = self.usage = {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0},
+                              "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
+                              "total_tokens": 0}
+        u["input_tokens"] += ev.input_tokens
+        u["input_tokens_details"]["cached_tokens"] += ev.cached_tokens
+        u["output_tokens"] += ev.output_tokens
+        u["output_tokens_details"]["reasoning_tokens"] += ev.reasoning_tokens
+        u["total_tokens"] += ev.input_tokens + ev.output_tokens
 
     # -- items -----------------------------------------------------------------------------------------
 
@@ -202,17 +264,25 @@ class Composer:
         elif ev.kind == "tool_search":
             item = {"id": new_id("tsc"), "type": "tool_search_call", "status": "in_progress",
                     "call_id": ev.call_id, "execution": "client", "arguments": {}}
+        elif ev.kind == "mcp":
+            item = _mcp_item(ev.namespace, ev.name, "")
+        elif ev.kind == "mcp_approval":
+            item = {"id": new_id("mcpr"), "type": "mcp_approval_request", "server_label": ev.namespace,
+                    "name": ev.name, "arguments": ""}
         else:
             item = {"id": new_id("fc"), "type": "function_call", "status": "in_progress", "arguments": "",
                     "call_id": ev.call_id, "name": ev.name}
-        if ev.namespace:
+        if ev.namespace and ev.kind in ("function", "custom"):
             item["namespace"] = ev.namespace
         old = self.calls.pop(ev.key, None)
         if old is not None:  # an upstream reusing an index for a new call: the old one is finished
             self._close_call(out, old, "completed")
-        call = self._add_item(out, ev.kind if ev.kind in ("custom", "tool_search") else "function", item)
+        call = self._add_item(out, ev.kind if ev.kind in _CALL_KINDS else "function", item)
         call.key = ev.key
         self.calls[ev.key] = call
+        if ev.kind == "mcp":
+            out.append({"type": "response.mcp_call.in_progress", "sequence_number": self._next(),
+                        "item_id": call.id, "output_index": call.index})
 
     # -- parts and closing -------------------------------------------------------------------------------
 
@@ -299,6 +369,20 @@ class Composer:
                         "item_id": call.id, "output_index": call.index, "input": text})
         elif call.kind == "tool_search":
             item["arguments"] = _json_object(text)  # no arguments events: the object comes whole
+        elif call.kind == "mcp_approval":
+            item["arguments"] = text
+            out.append({"type": "response.output_item.done", "sequence_number": self._next(),
+                        "output_index": call.index, "item": item})
+            return
+        elif call.kind == "mcp":
+            item["arguments"] = text
+            out.append({"type": "response.mcp_call_arguments.done", "sequence_number": self._next(),
+                        "item_id": call.id, "output_index": call.index, "arguments": text})
+            if status == "completed":
+                self.pending.append(call)  # stays open until the gateway has run it
+            else:
+                out.extend(self.mcp_result(call, None, "The response ended before the call could run."))
+            return
         else:
             item["arguments"] = text
             out.append({"type": "response.function_call_arguments.done", "sequence_number": self._next(),
@@ -314,6 +398,9 @@ class Composer:
         self.calls = {}
         for call in calls:
             self._close_call(out, call, status)
+        if status != "completed":  # calls that will not run now: closed as failed, never left open
+            for call in self.take_pending():
+                out.extend(self.mcp_result(call, None, "The response ended before the call could run."))
 
     def _terminal(self, out: list, status: str, **fields) -> None:
         self.closed = True
@@ -323,6 +410,15 @@ class Composer:
         response["usage"] = self.usage
         response.update(fields)
         out.append({"type": f"response.{status}", "sequence_number": self._next(), "response": response})
+
+
+def _mcp_item(server_label: str | None, name: str, arguments: str, approval_request_id: str | None = None) -> dict:
+    return {"id": new_id("mcp"), "type": "mcp_call", "status": "in_progress", "server_label": server_label or "",
+            "name": name, "arguments": arguments, "approval_request_id": approval_request_id, "output": None,
+            "error": None}
+
+
+_CALL_KINDS = ("custom", "tool_search", "mcp", "mcp_approval")
 
 
 def _json_object(text: str) -> dict:
@@ -336,4 +432,5 @@ def _json_object(text: str) -> dict:
 _ARGS_DELTA = {
     "function": "response.function_call_arguments.delta",
     "custom": "response.custom_tool_call_input.delta",
+    "mcp": "response.mcp_call_arguments.delta",
 }

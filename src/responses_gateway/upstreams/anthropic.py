@@ -1,0 +1,419 @@
+"""The Anthropic Messages adapter: a Responses request → `POST /v1/messages`, its stream → generation events.
+
+Speaks Anthropic's documented stream: `message_start` (input and cache usage), `content_block_start` /
+`content_block_delta` / `content_block_stop` for text, thinking, redacted_thinking and tool_use blocks
+(`text_delta`, `thinking_delta`, `signature_delta`, `input_json_delta`), `message_delta` (stop_reason,
+cumulative usage), `message_stop`, `ping`, and `error` events; and its HTTP errors before the stream
+(`{"type": "error", "error": {"type", "message"}}`, 529 when overloaded).
+
+Thinking becomes reasoning whose signature rides on `ReasoningDelta.signature`; the composer seals it into
+`encrypted_content`, and anthropic_messages.py turns it back into the blocks Anthropic sent (how several
+blocks and redacted thinking are encoded is described there).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+import aiohttp
+import orjson
+
+from .. import generation as g
+from ..ids import new_id
+from ..sse import SSEDecoder
+from .anthropic_messages import REDACTED, build_body, continued
+from .base import Call, Route
+from .custom_input import CustomInputDecoder
+from .http import HTTPUpstream
+
+log = logging.getLogger("responses_gateway.upstream")
+
+API_VERSION = "2023-06-01"
+
+STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length",
+        "model_context_window_exceeded": "length", "refusal": "content_filter", "pause_turn": "stop"}
+
+CONTEXT_MESSAGES = ("prompt is too long", "context window", "context length", "context limit",
+                    "maximum context")
+
+
+class AnthropicUpstream(HTTPUpstream):
+    def __init__(self, route: Route):
+        super().__init__(route)
+        root = self.base[:-3] if self.base.endswith("/v1") else self.base
+        self.api = f"{root}/v1"
+        self.label = f"{root} (anthropic messages)"
+        self.headers = {"content-type": "application/json", "accept": "text/event-stream",
+                        "anthropic-version": API_VERSION}
+        if route.api_key:
+            self.headers["x-api-key"] = route.api_key
+
+    async def list_models(self) -> list[dict]:
+        """Anthropic's model list (every page), in OpenAI's model shape."""
+        out: list[dict] = []
+        params = {"limit": "1000"}
+        for _ in range(50):
+            try:
+                async with self.session.get(f"{self.api}/models", params=params, headers=self.headers) as resp:
+                    raw = await resp.read()
+                    if resp.status != 200:
+                        raise upstream_http_error(resp.status, raw, None)
+            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+                raise unreachable(exc) from None
+            try:
+                page = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                raise g.UpstreamError("The upstream model server sent a model list that is not JSON.") from None
+            if not isinstance(page, dict):
+                raise g.UpstreamError("The upstream model server sent a model list that is not an object.")
+            data = page.get("data") or []
+            out.extend(_model(m) for m in data if isinstance(m, dict) and "id" in m)
+            if not (page.get("has_more") and page.get("last_id")):
+                break
+            params = {"limit": "1000", "after_id": page["last_id"]}
+        return out
+
+    async def open(self, call: Call) -> MessagesStream:
+        body = build_body(call, self.route)
+        try:
+            resp = await self.session.post(f"{self.api}/messages", data=orjson.dumps(body), headers=self.headers)
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise unreachable(exc) from None
+        if resp.status != 200:
+            try:
+                raw = await resp.read()
+            except (TimeoutError, aiohttp.ClientError, OSError):
+                raw = b""
+            finally:
+                resp.close()
+            raise upstream_http_error(resp.status, raw, call.request.model)
+        return MessagesStream(resp, call)
+
+
+def _model(m: dict) -> dict:
+    created = 0
+    stamp = m.get("created_at")
+    if isinstance(stamp, str):
+        try:
+            created = int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            created = 0
+    return {"id": m["id"], "object": "model", "created": created, "owned_by": "anthropic"}
+
+
+def unreachable(exc: BaseException) -> g.UpstreamError:
+    log.warning("upstream unreachable: %s", exc.__class__.__name__)
+    return g.UpstreamError(f"Could not reach the upstream model server ({exc.__class__.__name__}).",
+                           status=502, code="upstream_unreachable")
+
+
+def upstream_http_error(status: int, raw: bytes, model: str | None) -> g.UpstreamError:
+    """An Anthropic error answer (before any stream) as the error OpenAI would give."""
+    kind, message = _error_fields(raw)
+    log.warning("upstream answered HTTP %s (%s): %s", status, kind, message[:200])
+    if status == 404 and (kind in ("not_found_error", None) and "model" in message.lower()):
+        return g.UpstreamError(f"The model `{model}` does not exist or you do not have access to it.",
+                               status=404, code="model_not_found", type="invalid_request_error")
+    if status in (400, 413, 422):
+        code = "request_too_large" if status == 413 else None
+        param = None
+        if any(m in message.lower() for m in CONTEXT_MESSAGES):
+            code, param = "context_length_exceeded", "input"
+        return g.UpstreamError(message, status=400, code=code, type="invalid_request_error", param=param)
+    if status == 429:
+        return g.UpstreamError(message or "The upstream is rate limiting requests.", status=429,
+                               code="rate_limit_exceeded", type="requests")
+    if status in (401, 403):
+        return g.UpstreamError("The upstream model server rejected the gateway's credentials.", status=502,
+                               code="upstream_auth_failed")
+    if status in (503, 529):
+        return g.UpstreamError(f"The upstream model server is overloaded or unavailable (HTTP {status}).",
+                               status=503, code="upstream_unavailable")
+    return g.UpstreamError(f"The upstream model server failed (HTTP {status}): {message}"[:500], status=502,
+                           code="upstream_error")
+
+
+def _error_fields(raw: bytes) -> tuple[str | None, str]:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None, raw.decode(errors="replace").strip()[:500] or "no details"
+    err = obj.get("error", obj) if isinstance(obj, dict) else obj
+    if isinstance(err, dict):
+        kind = err.get("type")
+        return (kind if isinstance(kind, str) else None), str(err.get("message") or obj)[:2000]
+    return None, str(err)[:2000]
+
+
+class MessagesStream:
+    """The upstream response body as batches of generation events (one batch per network read)."""
+
+    def __init__(self, resp: aiohttp.ClientResponse, call: Call):
+        self.resp = resp
+        self.call = call
+        self._gen = self._events()
+        self._complete = False
+
+    def __aiter__(self):
+        return self._gen
+
+    async def aclose(self) -> None:
+        await self._gen.aclose()
+        if self._complete:
+            self.resp.release()  # read to the end: the connection goes back to the pool
+        else:
+            self.resp.close()  # abandoned mid-body: the upstream sees the connection close
+
+    async def _events(self):
+        resp = self.resp
+        parser = EventParser(self.call)
+        if resp.content_type == "application/json":
+            # A server that ignored `stream: true` and answered with one whole Message.
+            try:
+                raw = await resp.read()
+            except (TimeoutError, aiohttp.ClientError, OSError):
+                raise g.UpstreamError("The connection to the upstream model server was lost.") from None
+            self._complete = True
+            yield message_events(_loads(raw), parser)
+            return
+        decoder = SSEDecoder()
+        try:
+            async for data in resp.content.iter_any():
+                batch = parser.frames(decoder.feed(data))
+                if batch:
+                    yield batch
+                if parser.error:
+                    raise parser.error
+            batch = parser.frames(decoder.flush())
+            if batch:
+                yield batch
+            if parser.error:
+                raise parser.error
+            self._complete = True
+        except (TimeoutError, aiohttp.ClientError, OSError):
+            raise g.UpstreamError("The connection to the upstream model server was lost mid-stream.") from None
+        if not parser.stopped:
+            raise g.UpstreamError("The upstream model server ended the stream before message_stop.")
+
+
+def _loads(data) -> dict:
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise g.UpstreamError("The upstream model server sent an event that is not JSON.") from None
+    if not isinstance(obj, dict):
+        raise g.UpstreamError("The upstream model server sent an event that is not a JSON object.")
+    return obj
+
+
+class _Block:
+    """An open content block: what it is and what it needs until its content_block_stop."""
+
+    __slots__ = ("kind", "prefix", "signed", "decoder", "streamed", "input")
+
+    def __init__(self, kind: str, prefix: str = ""):
+        self.kind = kind
+        self.prefix = prefix  # thinking: the signature-segment prefix (continuing a reasoning item)
+        self.signed = False
+        self.decoder: CustomInputDecoder | None = None
+        self.streamed = False  # tool_use: some input_json_delta text arrived
+        self.input = None  # tool_use: the input object of content_block_start
+
+
+class EventParser:
+    """Anthropic stream events → generation events. One JSON decode per event, nothing else per token."""
+
+    def __init__(self, call: Call):
+        self.tools = call.tools.by_wire_name
+        self.blocks: dict = {}  # content block index -> _Block
+        # Thinking blocks with no text or tool call between them end up in one reasoning item: `run` is
+        # whether one is open, `run_chars` the length of its text so far (see anthropic_messages.py).
+        self.run = False
+        self.run_chars = 0
+        self.input_tokens = 0
+        self.cache_read = 0
+        self.cache_creation = 0
+        self.output_tokens = 0
+        self.usage_seen = False
+        self.finish: str | None = None
+        self.stopped = False
+        self.error: g.UpstreamError | None = None  # raised once the events before it are delivered
+
+    def frames(self, frames: list) -> list:
+        batch: list = []
+        if self.stopped:
+            return batch  # nothing after message_stop counts
+        try:
+            for event, data in frames:
+                if not data and event == "ping":
+                    continue
+                self.event(_loads(data), event, batch)
+                if self.stopped:
+                    break
+        except g.UpstreamError as exc:
+            self.error = exc
+        return batch
+
+    def event(self, obj: dict, name: str | None, batch: list) -> None:
+        kind = obj.get("type") or name
+        if kind == "content_block_delta":
+            self._delta(obj, batch)
+        elif kind == "content_block_start":
+            self._start(obj, batch)
+        elif kind == "content_block_stop":
+            block = self.blocks.pop(obj.get("index"), None)
+            if block is not None and block.kind == "tool_use":
+                self._end_tool(obj.get("index"), block, batch)
+        elif kind == "message_start":
+            self._usage((obj.get("message") or {}).get("usage"))
+        elif kind == "message_delta":
+            self._usage(obj.get("usage"))
+            stop = (obj.get("delta") or {}).get("stop_reason")
+            if stop:
+                self._end_tools(batch)
+                if stop not in STOP:
+                    log.info("unknown stop_reason %r treated as end_turn", stop)
+                self.finish = STOP.get(stop, "stop")
+                batch.append(g.Finish(self.finish))
+        elif kind == "message_stop":
+            self._end_tools(batch)
+            self.stopped = True
+            if self.usage_seen:
+                batch.append(g.Usage(self.input_tokens + self.cache_read + self.cache_creation,
+                                     self.output_tokens, self.cache_read))
+        elif kind == "error":
+            err = obj.get("error")
+            err = err if isinstance(err, dict) else {"message": str(err)}
+            code = err.get("type")
+            raise g.UpstreamError(f"The upstream model server reported an error: {err.get('message') or code}",
+                                  code=code if isinstance(code, str) and code else "upstream_error")
+        # ping, and event types added later, carry nothing for us
+
+    def _delta(self, obj: dict, batch: list) -> None:
+        delta = obj.get("delta") or {}
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text")
+            if text:
+                self.run = False
+                batch.append(g.TextDelta(text))
+        elif kind == "input_json_delta":
+            block = self.blocks.get(obj.get("index"))
+            text = delta.get("partial_json")
+            if block is None or block.kind != "tool_use" or not text:
+                return
+            block.streamed = True
+            if block.decoder is not None:
+                text = block.decoder.feed(text)
+                if not text:
+                    return
+            batch.append(g.ToolCallDelta(obj.get("index"), text))
+        elif kind == "thinking_delta":
+            text = delta.get("thinking")
+            if text:
+                self.run_chars += len(text)
+                batch.append(g.ReasoningDelta(text))
+        elif kind == "signature_delta":
+            signature = delta.get("signature")
+            block = self.blocks.get(obj.get("index"))
+            if signature and block is not None:
+                self._sign(block, signature, batch)
+        # citations_delta and others: nothing the Responses stream carries
+
+    def _start(self, obj: dict, batch: list) -> None:
+        index = obj.get("index")
+        content = obj.get("content_block") or {}
+        kind = content.get("type")
+        if kind == "text":
+            self.blocks[index] = _Block("text")
+            if content.get("text"):
+                self.run = False
+                batch.append(g.TextDelta(content["text"]))
+        elif kind in ("thinking", "redacted_thinking"):
+            block = self.blocks[index] = _Block(kind, continued(self.run_chars) if self.run else "")
+            if not self.run:
+                self.run, self.run_chars = True, 0
+            if kind == "redacted_thinking":
+                if content.get("data"):
+                    self._sign(block, REDACTED + content["data"], batch)
+                return
+            if content.get("thinking"):
+                self.run_chars += len(content["thinking"])
+                batch.append(g.ReasoningDelta(content["thinking"]))
+            if content.get("signature"):
+                self._sign(block, content["signature"], batch)
+        elif kind == "tool_use":
+            self.run = False
+            block = self.blocks[index] = _Block("tool_use")
+            block.input = content.get("input")
+            name = content.get("name") or ""
+            call_id = content.get("id") or new_id("call")
+            tool = self.tools.get(name)
+            if tool is None:
+                batch.append(g.ToolCallStart(index, call_id, name))
+                return
+            if tool.kind == "custom":
+                block.decoder = CustomInputDecoder()
+            batch.append(g.ToolCallStart(index, call_id, tool.name, tool.kind, tool.namespace))
+        else:
+            log.debug("content block %r ignored", kind)  # server tools and the like: never offered
+
+    def _sign(self, block: _Block, signature: str, batch: list) -> None:
+        if not block.signed:
+            block.signed = True
+            signature = block.prefix + signature
+        batch.append(g.ReasoningDelta("", signature=signature))
+
+    def _end_tool(self, index, block: _Block, batch: list) -> None:
+        decoder = block.decoder
+        if not block.streamed:
+            # the whole input came with content_block_start (or there is none: an empty object)
+            whole = block.input if isinstance(block.input, dict) and block.input else None
+            if decoder is None:
+                batch.append(g.ToolCallDelta(index, orjson.dumps(whole or {}).decode()))
+            elif whole is not None:
+                text = decoder.feed(orjson.dumps(whole).decode())
+                if text:
+                    batch.append(g.ToolCallDelta(index, text))
+        if decoder is not None:
+            rest = decoder.finish()
+            block.decoder = None
+            if rest:
+                batch.append(g.ToolCallDelta(index, rest))
+
+    def _end_tools(self, batch: list) -> None:
+        """Blocks the upstream never stopped: finish their input before the step ends."""
+        for index, block in list(self.blocks.items()):
+            if block.kind == "tool_use":
+                self._end_tool(index, block, batch)
+        self.blocks = {}
+
+    def _usage(self, usage) -> None:
+        """message_start's usage, then message_delta's cumulative counts (each field when present)."""
+        if not isinstance(usage, dict):
+            return
+        self.usage_seen = True
+        for key, attr in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+                          ("cache_read_input_tokens", "cache_read"),
+                          ("cache_creation_input_tokens", "cache_creation")):
+            value = usage.get(key)
+            if isinstance(value, int):
+                setattr(self, attr, value)
+
+
+def message_events(obj: dict, parser: EventParser) -> list:
+    """A whole (non-streamed) Message as one batch of generation events, through the stream parser."""
+    if obj.get("type") == "error":
+        parser.event(obj, "error", [])
+    batch: list = []
+    parser.event({"type": "message_start", "message": {"usage": obj.get("usage")}}, None, batch)
+    for index, block in enumerate(obj.get("content") or ()):
+        if not isinstance(block, dict):
+            continue
+        parser.event({"type": "content_block_start", "index": index, "content_block": block}, None, batch)
+        parser.event({"type": "content_block_stop", "index": index}, None, batch)
+    parser.event({"type": "message_delta", "delta": {"stop_reason": obj.get("stop_reason") or "end_turn"}},
+                 None, batch)
+    parser.event({"type": "message_stop"}, None, batch)
+    return batch

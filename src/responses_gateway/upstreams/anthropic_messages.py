@@ -1,0 +1,322 @@
+"""Responses history → an Anthropic Messages request (`POST /v1/messages`), in order and with full fidelity.
+
+- `instructions` and every system/developer message, concatenated in order, become the one `system` field.
+- Turns alternate user/assistant: consecutive items of the same role merge into one message with several
+  content blocks (reasoning, text and tool calls of one assistant turn; tool results and text of one user turn).
+- function_call / custom_tool_call / tool_search_call → assistant `tool_use` blocks (custom input travels as
+  `{"input": raw}`); their outputs → user `tool_result` blocks, placed first in their message as Anthropic
+  requires; images inside tool outputs stay inside the `tool_result`.
+- reasoning items → assistant `thinking` / `redacted_thinking` blocks, rebuilt from the item's
+  `encrypted_content` (our sealed envelope). A reasoning item without an Anthropic signature is dropped:
+  Anthropic rejects unsigned thinking.
+
+How thinking blocks live in `encrypted_content`
+-----------------------------------------------
+The adapter reports each block's signature as `ReasoningDelta("", signature=...)`; the composer concatenates
+the signatures of one reasoning item and seals them with the item's text (`protocol.reasoning.seal`). The
+signature string it seals is:
+
+    <segment> ( "\\n" <offset> ":" <segment> )*
+
+- the common case, one `thinking` block: the signature exactly as Anthropic sent it;
+- a `redacted_thinking` block: `"redacted:" + data` (its `data` is opaque and carries no text);
+- several blocks that the composer merged into one reasoning item (thinking and redacted thinking in a row,
+  with no text or tool call between them): each further block's segment is prefixed with a newline and the
+  character offset in the item's text where that block's thinking starts. Anthropic signatures and redacted
+  data are base64, so neither a newline nor a colon can occur inside a segment.
+
+`thinking_blocks(text, signature)` turns that back into the exact blocks Anthropic sent.
+"""
+
+from __future__ import annotations
+
+import base64
+from urllib.parse import unquote_to_bytes
+
+import orjson
+
+from ..generation import UpstreamError
+from ..protocol.reasoning import unseal
+from ..protocol.tools import Tool, ToolSet
+from .base import Call, Route
+from .chat_messages import _tool_summary, wire_name
+
+REDACTED = "redacted:"
+DEFAULT_MAX_TOKENS = 4096
+MIN_BUDGET = 1024  # Anthropic's minimum thinking budget
+EFFORT_BUDGET = {"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384, "xhigh": 32000}
+
+CUSTOM_INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"input": {"type": "string", "description": "The raw input for the tool."}},
+    "required": ["input"],
+}
+TOOL_SEARCH_SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+EMPTY_SCHEMA = {"type": "object", "properties": {}}
+
+
+# -- the request body ---------------------------------------------------------------------------------------
+
+
+def build_body(call: Call, route: Route) -> dict:
+    """The Messages request for one generation step. Raises UpstreamError (400) for what Anthropic lacks."""
+    req = call.request
+    _refuse_unsupported(call)
+    system, messages = to_messages(call.instructions, call.items)
+    max_tokens, budget = _token_limits(call, route)
+    body: dict = {"model": call.model, "max_tokens": max_tokens, "messages": messages, "stream": True}
+    if system:
+        body["system"] = system
+    tools = call.tools
+    if tools.offered:
+        body["tools"] = [tool_spec(t) for t in tools.offered]
+        body["tool_choice"] = tool_choice(tools, req.parallel_tool_calls)
+    elif _uses_tools(messages):
+        # Anthropic refuses tool_use / tool_result blocks in a request that defines no tools (a chained
+        # request need not repeat them). The tools named in the history are declared and made uncallable.
+        body["tools"] = [{"name": n, "input_schema": EMPTY_SCHEMA} for n in _history_tool_names(messages)]
+        body["tool_choice"] = {"type": "none"}
+    if req.temperature is not None:
+        body["temperature"] = req.temperature
+    if req.top_p is not None:
+        body["top_p"] = req.top_p
+    if budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    return body
+
+
+def _token_limits(call: Call, route: Route) -> tuple[int, int | None]:
+    """(max_tokens, thinking budget or None). Anthropic needs max_tokens, and a budget below it.
+
+    A client's `max_output_tokens` caps thinking and answer together (as at OpenAI), so the budget is cut to
+    at most half of it (at least Anthropic's minimum of 1024; no thinking when the cap leaves no room for
+    that). A route default only sizes the answer: the budget is added on top when the default is too small.
+    """
+    req = call.request
+    effort = req.reasoning.effort if req.reasoning is not None else None
+    budget = EFFORT_BUDGET.get(effort or "")
+    if req.max_output_tokens is not None:
+        max_tokens = req.max_output_tokens
+        if budget is not None:
+            budget = min(budget, max(MIN_BUDGET, max_tokens // 2)) if max_tokens > MIN_BUDGET else None
+        return max_tokens, budget
+    max_tokens = route.max_tokens or DEFAULT_MAX_TOKENS
+    if budget is not None and max_tokens <= budget:
+        max_tokens += budget
+    return max_tokens, budget
+
+
+def _refuse_unsupported(call: Call) -> None:
+    req = call.request
+    fmt = req.text.format if req.text else None
+    if fmt is not None and fmt.type in ("json_object", "json_schema"):
+        raise _unsupported("text.format", f"text.format '{fmt.type}'")
+    for name in ("presence_penalty", "frequency_penalty"):
+        if getattr(req, name) is not None:
+            raise _unsupported(name, f"'{name}'")
+    if call.want_logprobs:
+        raise _unsupported("include", "Logprobs ('message.output_text.logprobs')")
+
+
+def _unsupported(param: str, what: str) -> UpstreamError:
+    return UpstreamError(f"{what} is not supported by this model's upstream (Anthropic Messages).", status=400,
+                         code="unsupported_parameter", type="invalid_request_error", param=param)
+
+
+# -- tools --------------------------------------------------------------------------------------------------
+
+
+def tool_spec(tool: Tool) -> dict:
+    if tool.kind == "tool_search":
+        return {"name": "tool_search", "description": tool.description or "Search for more tools to use.",
+                "input_schema": tool.parameters or TOOL_SEARCH_SCHEMA}
+    if tool.kind == "custom":
+        fmt = tool.format or {}
+        note = "Put the complete raw input of this tool, as plain text, in the `input` string."
+        if fmt.get("type") == "grammar":
+            note += f" The input must follow this {fmt.get('syntax', '')} grammar:\n{fmt.get('definition', '')}"
+        return {"name": tool.wire_name, "description": f"{tool.description or ''}\n\n{note}".strip(),
+                "input_schema": CUSTOM_INPUT_SCHEMA}
+    spec: dict = {"name": tool.wire_name}
+    if tool.description:
+        spec["description"] = tool.description
+    spec["input_schema"] = tool.parameters if tool.parameters is not None else EMPTY_SCHEMA
+    return spec
+
+
+def tool_choice(tools: ToolSet, parallel_tool_calls: bool | None) -> dict:
+    if tools.forced is not None:
+        choice: dict = {"type": "tool", "name": tools.forced.wire_name}
+    elif tools.mode == "required":
+        choice = {"type": "any"}
+    elif tools.mode == "none":
+        return {"type": "none"}  # (no disable_parallel_tool_use on this one)
+    else:
+        choice = {"type": "auto"}
+    if parallel_tool_calls is False:
+        choice["disable_parallel_tool_use"] = True
+    return choice
+
+
+def _uses_tools(messages: list[dict]) -> bool:
+    return any(b["type"] in ("tool_use", "tool_result") for m in messages for b in m["content"])
+
+
+def _history_tool_names(messages: list[dict]) -> list[str]:
+    names = dict.fromkeys(b["name"] for m in messages for b in m["content"] if b["type"] == "tool_use")
+    return list(names) or ["tool"]
+
+
+# -- messages -----------------------------------------------------------------------------------------------
+
+
+def to_messages(instructions: str | None, items: list[dict]) -> tuple[str, list[dict]]:
+    """(system text, alternating messages) for the history."""
+    system: list[str] = [instructions] if instructions else []
+    b = _Builder()
+    for item in items:
+        kind = item["type"]
+        if kind == "message":
+            role = item["role"]
+            if role in ("system", "developer"):
+                text = _text(item["content"])
+                if text:
+                    system.append(text)
+            elif role == "user":
+                b.add("user", [_user_block(p) for p in item["content"]])
+            else:
+                b.add("assistant", [_text_block(p.get("text") or p.get("refusal") or "") for p in item["content"]])
+        elif kind == "function_call":
+            b.add("assistant", [{"type": "tool_use", "id": item["call_id"],
+                                 "name": wire_name(item["name"], item.get("namespace")),
+                                 "input": _arguments(item["arguments"])}])
+        elif kind == "custom_tool_call":
+            b.add("assistant", [{"type": "tool_use", "id": item["call_id"],
+                                 "name": wire_name(item["name"], item.get("namespace")),
+                                 "input": {"input": item["input"]}}])
+        elif kind == "tool_search_call":
+            args = item["arguments"]
+            b.add("assistant", [{"type": "tool_use", "id": item["call_id"], "name": "tool_search",
+                                 "input": args if isinstance(args, dict) else {"query": args}}])
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            b.add("user", [_tool_result(item["call_id"], item["output"])])
+        elif kind == "tool_search_output":
+            text = orjson.dumps({"tools": _tool_summary(item["tools"])}).decode()
+            b.add("user", [_tool_result(item["call_id"], text)])
+        elif kind == "reasoning":
+            sealed = unseal(item.get("encrypted_content"))
+            if sealed is not None and sealed[1]:
+                b.add("assistant", thinking_blocks(*sealed))
+            # else: not signed by Anthropic (another upstream's reasoning, or a client's): Anthropic would
+            # reject it, so it is left out.
+    return "\n\n".join(system), b.finish()
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.messages: list[dict] = []
+
+    def add(self, role: str, blocks: list) -> None:
+        blocks = [blk for blk in blocks if blk is not None]
+        if not blocks:
+            return
+        if self.messages and self.messages[-1]["role"] == role:
+            self.messages[-1]["content"].extend(blocks)
+        else:
+            self.messages.append({"role": role, "content": blocks})
+
+    def finish(self) -> list[dict]:
+        for msg in self.messages:
+            if msg["role"] == "user":
+                # tool_result blocks must open the user message that answers the tool calls
+                msg["content"].sort(key=lambda blk: blk["type"] != "tool_result")
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last["role"] == "assistant" and last["content"][-1]["type"] == "text":
+            # a final (prefilled) assistant text must not end in whitespace
+            text = last["content"][-1]["text"].rstrip()
+            if text:
+                last["content"][-1]["text"] = text
+            else:
+                last["content"].pop()
+                if not last["content"]:
+                    self.messages.pop()
+        return self.messages
+
+
+def _text(parts: list[dict]) -> str:
+    return "".join(p.get("text") or p.get("refusal") or "" for p in parts if p["type"] != "input_image")
+
+
+def _text_block(text: str) -> dict | None:
+    return {"type": "text", "text": text} if text else None  # Anthropic rejects empty text blocks
+
+
+def _user_block(part: dict) -> dict | None:
+    if part["type"] == "input_image":
+        return image_block(part["image_url"])
+    return _text_block(part.get("text") or "")
+
+
+def image_block(url: str) -> dict:
+    """A data URL becomes a base64 source; anything else is fetched by Anthropic from its URL."""
+    if url.startswith("data:"):
+        header, _, data = url[5:].partition(",")
+        media_type, *params = header.split(";")
+        if "base64" not in params:
+            data = base64.b64encode(unquote_to_bytes(data)).decode()
+        return {"type": "image", "source": {"type": "base64", "media_type": media_type or "image/png",
+                                            "data": data}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def _tool_result(call_id: str, output: str | list) -> dict:
+    block: dict = {"type": "tool_result", "tool_use_id": call_id}
+    if isinstance(output, list):
+        content = [image_block(p["image_url"]) if p["type"] == "input_image" else _text_block(p.get("text") or "")
+                   for p in output]
+        content = [c for c in content if c is not None]
+        if content:
+            block["content"] = content
+    elif output:
+        block["content"] = output
+    return block
+
+
+def _arguments(arguments: str) -> dict:
+    try:
+        value = orjson.loads(arguments or "{}")
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# -- thinking blocks in the sealed signature -----------------------------------------------------------------
+
+
+def continued(offset: int) -> str:
+    """The prefix of the signature segment of a thinking block that continues a reasoning item at `offset`."""
+    return f"\n{offset}:"
+
+
+def thinking_blocks(text: str, signature: str | None) -> list[dict]:
+    """The Anthropic blocks that one reasoning item stands for (see the module docstring)."""
+    if not signature:
+        return []
+    first, *rest = signature.split("\n")
+    segments: list[tuple[int, str]] = [(0, first)]
+    for part in rest:
+        offset, _, segment = part.partition(":")
+        try:
+            start = int(offset)
+        except ValueError:
+            return []  # not an envelope this adapter wrote
+        segments.append((min(max(start, segments[-1][0]), len(text)), segment))
+    blocks: list[dict] = []
+    for i, (start, segment) in enumerate(segments):
+        end = segments[i + 1][0] if i + 1 < len(segments) else len(text)
+        if segment.startswith(REDACTED):
+            blocks.append({"type": "redacted_thinking", "data": segment[len(REDACTED):]})
+        elif segment:
+            blocks.append({"type": "thinking", "thinking": text[start:end], "signature": segment})
+        # (a block that never got a signature cannot be sent back)
+    return blocks
