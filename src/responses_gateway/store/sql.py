@@ -152,11 +152,16 @@ class SQLStore:
                 return Page([], False)
             clauses.append(f"position {op} ?")
             args.append(row[0])
-        direction = "ASC" if order == "asc" else "DESC"
+        # With only a `before` cursor the page is the one just before it: walk toward the cursor, then flip.
+        backwards = before is not None and after is None
+        ascending = (order == "asc") != backwards
         rows = await self.engine.fetchall(
-            f"SELECT body FROM items WHERE {' AND '.join(clauses)} ORDER BY position {direction} LIMIT ?",
+            f"SELECT body FROM items WHERE {' AND '.join(clauses)} ORDER BY position "
+            f"{'ASC' if ascending else 'DESC'} LIMIT ?",
             (*args, limit + 1))
         items = [orjson.loads(r[0]) for r in rows[:limit]]
+        if backwards:
+            items.reverse()
         return Page(items, len(rows) > limit)
 
     async def purge(self) -> int:

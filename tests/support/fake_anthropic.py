@@ -1,0 +1,382 @@
+"""A fake Anthropic Messages upstream that speaks real HTTP on loopback.
+
+It stands in for api.anthropic.com in gateway tests, so what it puts on the wire is what Anthropic sends:
+`event: <type>\\ndata: <json>\\n\\n` frames with the documented payloads (`message_start` with usage,
+`content_block_start` / `_delta` / `_stop`, a `ping` after the first block starts, `message_delta` with
+`stop_reason` and cumulative usage, `message_stop`), `event: error` frames mid-stream, and
+`{"type": "error", "error": {...}, "request_id": ...}` bodies with 4xx/5xx/529 before any stream. Like the real
+API it may pad the JSON of a frame with spaces before its closing brace (`pad`). It runs its own event loop
+in a background thread, like fake_chat.FakeChatUpstream, and shares its script markers.
+
+    with FakeAnthropic() as up:
+        up.enqueue(message_stream(text_block(0, ["Hel", "lo"])))
+        ...  # point AnthropicUpstream at up.url
+        assert up.requests[0].body["stream"] is True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import Any, Self
+
+from aiohttp import web
+
+from .fake_chat import DROP, Json, RecordedRequest, Script, Sleep, Stream
+
+__all__ = [
+    "DROP", "Json", "Sleep", "Stream", "FakeAnthropic", "block_start", "content_delta", "block_stop",
+    "dumps", "error_event", "error_json", "frame", "message_delta", "message_start", "message_stop",
+    "message_stream", "ping", "redacted_block", "split", "text_block", "thinking_block", "tool_use_block",
+    "usage",
+]
+
+SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
+JSON_CONTENT_TYPE = "application/json"
+DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON with raw non-ASCII, as Anthropic serialises."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def frame(payload: dict, pad: int = 0) -> str:
+    """One SSE frame; `pad` spaces before the closing brace, as the real API sometimes sends."""
+    data = dumps(payload)
+    if pad:
+        data = data[:-1] + " " * pad + "}"
+    return f"event: {payload['type']}\ndata: {data}\n\n"
+
+
+def ping() -> str:
+    return 'event: ping\ndata: {"type": "ping"}\n\n'
+
+
+def usage(input_tokens: int = 10, output_tokens: int = 1, cache_read: int = 0,
+          cache_creation: int = 0) -> dict:
+    return {
+        "input_tokens": input_tokens,
+        "cache_creation_input_tokens": cache_creation,
+        "cache_read_input_tokens": cache_read,
+        "cache_creation": {"ephemeral_5m_input_tokens": cache_creation, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": output_tokens,
+        "service_tier": "standard",
+    }
+
+
+def message_start(model: str = DEFAULT_MODEL, id: str | None = None, pad: int = 0, **usage_kw: int) -> str:
+    message = {
+        "id": id or f"msg_01{uuid.uuid4().hex[:22]}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage(**{"output_tokens": 1, **usage_kw}),
+    }
+    return frame({"type": "message_start", "message": message}, pad)
+
+
+def block_start(index: int, block: dict, pad: int = 0) -> str:
+    return frame({"type": "content_block_start", "index": index, "content_block": block}, pad)
+
+
+def content_delta(index: int, delta: dict, pad: int = 0) -> str:
+    return frame({"type": "content_block_delta", "index": index, "delta": delta}, pad)
+
+
+def block_stop(index: int, pad: int = 0) -> str:
+    return frame({"type": "content_block_stop", "index": index}, pad)
+
+
+def message_delta(stop_reason: str | None = "end_turn", output_tokens: int = 5, input_tokens: int | None = None,
+                  cache_read: int | None = None, cache_creation: int | None = None,
+                  stop_sequence: str | None = None, pad: int = 0) -> str:
+    """Usage in message_delta is cumulative; recent API versions repeat the input counts here."""
+    u: dict = {}
+    if input_tokens is not None:
+        u["input_tokens"] = input_tokens
+    if cache_creation is not None:
+        u["cache_creation_input_tokens"] = cache_creation
+    if cache_read is not None:
+        u["cache_read_input_tokens"] = cache_read
+    u["output_tokens"] = output_tokens
+    return frame({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence},
+                  "usage": u}, pad)
+
+
+def message_stop(pad: int = 0) -> str:
+    return frame({"type": "message_stop"}, pad)
+
+
+def error_event(type: str = "overloaded_error", message: str = "Overloaded") -> str:
+    """The frame Anthropic writes when generation fails after the 200 headers went out."""
+    return f'event: error\ndata: {{"type": "error", "error": {{"type": "{type}", "message": "{message}"}}}}\n\n'
+
+
+# --------------------------------------------------------------------------- blocks
+
+
+def text_block(index: int, pieces: Iterable[str], pad: int = 0) -> list[str]:
+    return [
+        block_start(index, {"type": "text", "text": ""}, pad),
+        *(content_delta(index, {"type": "text_delta", "text": p}, pad) for p in pieces),
+        block_stop(index, pad),
+    ]
+
+
+def thinking_block(index: int, pieces: Iterable[str], signature: str | None, pad: int = 0) -> list[str]:
+    """Thinking streams as thinking_delta; its signature comes in one signature_delta just before the stop."""
+    frames = [
+        block_start(index, {"type": "thinking", "thinking": "", "signature": ""}, pad),
+        *(content_delta(index, {"type": "thinking_delta", "thinking": p}, pad) for p in pieces),
+    ]
+    if signature is not None:
+        frames.append(content_delta(index, {"type": "signature_delta", "signature": signature}, pad))
+    frames.append(block_stop(index, pad))
+    return frames
+
+
+def redacted_block(index: int, data: str) -> list[str]:
+    """Redacted thinking arrives whole in content_block_start: no deltas."""
+    return [block_start(index, {"type": "redacted_thinking", "data": data}), block_stop(index)]
+
+
+def tool_use_block(index: int, id: str, name: str, fragments: Iterable[str], pad: int = 0) -> list[str]:
+    """A tool call: input `{}` at the start, then the input JSON in input_json_delta fragments (the first one
+    empty, as the API sends it)."""
+    return [
+        block_start(index, {"type": "tool_use", "id": id, "name": name, "input": {}}, pad),
+        content_delta(index, {"type": "input_json_delta", "partial_json": ""}),
+        *(content_delta(index, {"type": "input_json_delta", "partial_json": f}, pad) for f in fragments),
+        block_stop(index, pad),
+    ]
+
+
+def message_stream(*blocks: Sequence[str], stop_reason: str | None = "end_turn", input_tokens: int = 10,
+                   output_tokens: int = 5, cache_read: int = 0, cache_creation: int = 0,
+                   model: str = DEFAULT_MODEL, stop: bool = True, pad: int = 0) -> list[str]:
+    """A whole stream as the API sends it: message_start, the blocks (a ping after the first block starts),
+    message_delta (`stop_reason=None` leaves it out), message_stop (`stop=False` leaves it out)."""
+    frames = [message_start(model, input_tokens=input_tokens, cache_read=cache_read,
+                            cache_creation=cache_creation, pad=pad)]
+    for i, block in enumerate(blocks):
+        frames.extend(block[:1])
+        if i == 0:
+            frames.append(ping())
+        frames.extend(block[1:])
+    if not blocks:
+        frames.append(ping())
+    if stop_reason is not None:
+        frames.append(message_delta(stop_reason, output_tokens, input_tokens=input_tokens, cache_read=cache_read,
+                                    cache_creation=cache_creation, pad=pad))
+    if stop:
+        frames.append(message_stop(pad))
+    return frames
+
+
+def split(frames: Sequence[str], size: int) -> list[bytes]:
+    """The same bytes cut into pieces of `size` (frames and UTF-8 characters split anywhere)."""
+    data = "".join(frames).encode()
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+def error_json(status: int, type: str, message: str) -> Json:
+    """An error answer before any stream, as Anthropic sends it."""
+    body = {"type": "error", "error": {"type": type, "message": message},
+            "request_id": f"req_011{uuid.uuid4().hex[:21]}"}
+    return Json(body, status=status)
+
+
+# --------------------------------------------------------------------------- server
+
+
+class FakeAnthropic:
+    """The fake Messages server; see the module docstring for usage."""
+
+    def __init__(self, models: Sequence[str] = (DEFAULT_MODEL, "claude-haiku-4-5-20251001")) -> None:
+        self.models: list[str] = list(models)
+        self.default: Script | None = None
+        self.url = ""  # the root, as ANTHROPIC_BASE_URL is given
+        self.base_url = ""  # the same with /v1
+        self.port = 0
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._queue: deque[Script] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._model_requests: list[RecordedRequest] = []
+        self._disconnects = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+
+    # ---- test-facing API
+
+    def enqueue(self, *scripts: Script | Sequence[str]) -> None:
+        """Queue scripts for the next POSTs, in order; a bare frame list means Stream(frames)."""
+        with self._lock:
+            for script in scripts:
+                is_frames = isinstance(script, (list, tuple))
+                self._queue.append(Stream(list(script)) if is_frames else script)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """The POST /v1/messages requests received."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def model_requests(self) -> list[RecordedRequest]:
+        """The GET /v1/models requests received."""
+        with self._lock:
+            return list(self._model_requests)
+
+    @property
+    def disconnects(self) -> int:
+        with self._lock:
+            return self._disconnects
+
+    def wait_disconnect(self, timeout: float = 5.0, count: int = 1) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self._disconnects >= count, timeout)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self._requests.clear()
+            self._model_requests.clear()
+            self._disconnects = 0
+
+    # ---- lifecycle
+
+    def start(self) -> Self:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._thread = threading.Thread(target=loop.run_forever, name="fake-anthropic", daemon=True)
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._serve(), loop).result(timeout=10)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.base_url = f"{self.url}/v1"
+        return self
+
+    def stop(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        assert self._thread is not None
+        self._thread.join(timeout=10)
+        loop.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def _serve(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    # ---- handlers
+
+    @staticmethod
+    async def _record(request: web.Request) -> RecordedRequest:
+        raw = await request.read()
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        return RecordedRequest(method=request.method, path=request.path_qs,
+                               headers={k.lower(): v for k, v in request.headers.items()}, raw=raw, body=body)
+
+    async def _models(self, request: web.Request) -> web.Response:
+        """Anthropic's paginated list: `limit` (default 20), `after_id`, `has_more`, `first_id`/`last_id`."""
+        recorded = await self._record(request)
+        with self._lock:
+            self._model_requests.append(recorded)
+        limit = int(request.query.get("limit", "20"))
+        after = request.query.get("after_id")
+        start = self.models.index(after) + 1 if after in self.models else 0
+        page = self.models[start:start + limit]
+        data = [{"type": "model", "id": m, "display_name": m.replace("-", " ").title(),
+                 "created_at": "2025-09-29T00:00:00Z"} for m in page]
+        body = {"data": data, "has_more": start + limit < len(self.models),
+                "first_id": page[0] if page else None, "last_id": page[-1] if page else None}
+        return _json_response(Json(body))
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        recorded = await self._record(request)
+        with self._lock:
+            self._requests.append(recorded)
+            script = self._queue.popleft() if self._queue else self.default
+        while callable(script):
+            script = script(recorded)
+        if script is None:
+            script = error_json(500, "api_error", "fake anthropic: no script queued")
+        if isinstance(script, Json):
+            return _json_response(script)
+        return await self._stream(request, script)
+
+    async def _stream(self, request: web.Request, script: Stream) -> web.StreamResponse:
+        headers = {"content-type": SSE_CONTENT_TYPE, "cache-control": "no-cache",
+                   "request-id": f"req_011{uuid.uuid4().hex[:21]}", **(script.headers or {})}
+        response = web.StreamResponse(status=script.status, headers=headers)
+        try:
+            await response.prepare(request)
+            for i, chunk in enumerate(script.chunks):
+                if i and script.delay:
+                    await self._pause(request, script.delay)
+                if isinstance(chunk, Sleep):
+                    await self._pause(request, chunk.seconds)
+                elif chunk is DROP:
+                    if request.transport is not None:
+                        request.transport.close()
+                    return response
+                else:
+                    await response.write(chunk.encode() if isinstance(chunk, str) else chunk)
+            await response.write_eof()
+        except ConnectionError:
+            with self._changed:
+                self._disconnects += 1
+                self._changed.notify_all()
+        return response
+
+    @staticmethod
+    async def _pause(request: web.Request, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            if request.transport is None or request.transport.is_closing():
+                raise ConnectionResetError("client went away")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            await asyncio.sleep(min(left, 0.01))
+
+
+def _json_response(script: Json) -> web.Response:
+    body = script.body
+    if not isinstance(body, (str, bytes)):
+        body = dumps(body)
+    if isinstance(body, str):
+        body = body.encode()
+    headers = {"content-type": JSON_CONTENT_TYPE, **(script.headers or {})}
+    return web.Response(body=body, status=script.status, headers=headers)
