@@ -83,3 +83,41 @@ def test_bad_config_is_a_clear_error(tmp_path):
     bad.write_text('[[routes]]\nmatch = "x"\nbase_url = "http://h"\ncolour = "red"\n')
     with pytest.raises(ValueError, match="unknown keys"):
         load_rules(str(bad))
+
+
+def test_chain_across_upstream_kinds(tmp_path, upstream):
+    """Chat Completions and Anthropic behind one gateway; a chain moves from one to the other and back."""
+    from tests.support.fake_anthropic import FakeAnthropic, message_stream, text_block
+
+    with FakeAnthropic() as claude:
+        config = tmp_path / "routes.toml"
+        config.write_text(f'''
+[[routes]]
+match = "claude-*"
+kind = "anthropic"
+base_url = "{claude.url}"
+api_key = "k"
+max_tokens = 512
+
+[[routes]]
+match = "*"
+base_url = "{upstream.base_url}"
+''')
+        with GatewayServer(Settings(config=str(config), db=str(tmp_path / "db.sqlite"))) as gw:
+            client = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="x", max_retries=0)
+            upstream.enqueue(text_stream(["Paris."]))
+            first = client.responses.create(model="local-model", input="Capital of France?")
+            claude.enqueue(message_stream(text_block(0, ["Around ", "2.1 million."])))
+            second = client.responses.create(model="claude-sonnet-4-5", input="Population?",
+                                             previous_response_id=first.id)
+            assert second.output_text == "Around 2.1 million."
+            sent = claude.requests[0].body
+            assert sent["messages"] == [
+                {"role": "user", "content": [{"type": "text", "text": "Capital of France?"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Paris."}]},
+                {"role": "user", "content": [{"type": "text", "text": "Population?"}]},
+            ]
+            upstream.enqueue(text_stream(["Yes."]))
+            client.responses.create(model="local-model", input="Big?", previous_response_id=second.id)
+            assert [m["content"] for m in upstream.requests[-1].body["messages"]] == [
+                "Capital of France?", "Paris.", "Population?", "Around 2.1 million.", "Big?"]

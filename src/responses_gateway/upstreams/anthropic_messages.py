@@ -39,7 +39,7 @@ from ..generation import UpstreamError
 from ..protocol.reasoning import unseal
 from ..protocol.tools import Tool, ToolSet
 from .base import Call, Route
-from .chat_messages import _tool_summary, wire_name
+from .chat_messages import tool_summary, wire_name
 
 REDACTED = "redacted:"
 DEFAULT_MAX_TOKENS = 4096
@@ -201,7 +201,7 @@ def to_messages(instructions: str | None, items: list[dict]) -> tuple[str, list[
         elif kind in ("function_call_output", "custom_tool_call_output"):
             b.add("user", [_tool_result(item["call_id"], item["output"])])
         elif kind == "tool_search_output":
-            text = orjson.dumps({"tools": _tool_summary(item["tools"])}).decode()
+            text = orjson.dumps({"tools": tool_summary(item["tools"])}).decode()
             b.add("user", [_tool_result(item["call_id"], text)])
         elif kind == "reasoning":
             sealed = unseal(item.get("encrypted_content"))

@@ -62,7 +62,7 @@ def to_messages(instructions: str | None, items: list[dict], reasoning_history: 
         elif kind == "tool_search_output":
             b.flush("tool")
             b.messages.append({"role": "tool", "tool_call_id": item["call_id"],
-                               "content": orjson.dumps({"tools": _tool_summary(item["tools"])}).decode()})
+                               "content": orjson.dumps({"tools": tool_summary(item["tools"])}).decode()})
         elif kind in ("function_call_output", "custom_tool_call_output"):
             b.flush("tool")
             output = item["output"]
@@ -116,7 +116,7 @@ class _Builder:
             self._images()
 
 
-def _tool_summary(tools: list) -> list[dict]:
+def tool_summary(tools: list) -> list[dict]:
     """What a tool search found, as the model will see it: names it can now call, with their descriptions."""
     out = []
     for tool in tools:

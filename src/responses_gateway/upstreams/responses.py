@@ -1,0 +1,494 @@
+"""The Responses adapter: a request → `POST {base}/responses` on another Responses server, its stream → generation
+events (vLLM's native endpoint, OpenAI, another gateway).
+
+State stays here: the upstream gets `store: false` and the full resolved history as `input` every time, so
+`previous_response_id` works whichever upstream served the earlier turns. The upstream stream is read with the
+tolerant reader of `responses_gateway.client` (out-of-order, duplicate, unknown and missing events), and
+everything is re-emitted through our composer with our own ids and sequence numbers.
+
+Reasoning round-trips: an upstream reasoning item's `encrypted_content` becomes the signature our composer
+seals into our own `encrypted_content`, tagged with the upstream it came from; on a later turn sent to the
+same upstream it goes back as `encrypted_content`. Reasoning that only has text goes back as
+`reasoning_text` content (what vLLM reads), unless the route's reasoning_history is "drop".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+
+import aiohttp
+import orjson
+
+from .. import generation as g
+from ..client import TERMINAL, Accumulator, Event
+from ..ids import new_id
+from ..protocol.reasoning import unseal
+from ..protocol.tools import Tool
+from .base import Call, Route
+from .chat_completions import unreachable, upstream_http_error
+from .chat_messages import _tool_summary, wire_name
+from .custom_input import CustomInputDecoder
+from .http import HTTPUpstream
+
+log = logging.getLogger("responses_gateway.upstream")
+
+INCOMPLETE = {"max_output_tokens": "length", "max_tokens": "length", "content_filter": "content_filter"}
+DRAIN_TIMEOUT = 1.0  # seconds to wait for the end of the body after the terminal event
+TOOL_SEARCH_PARAMETERS = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+
+
+def signature_tag(route: Route) -> str:
+    """The prefix that marks a signature as this upstream's own encrypted_content."""
+    return "rsp." + hashlib.sha256(route.base_url.rstrip("/").encode()).hexdigest()[:10] + "."
+
+
+# -- the request ------------------------------------------------------------------------------------------
+
+
+def build_body(call: Call, route: Route) -> dict:
+    req = call.request
+    include = ["reasoning.encrypted_content"]
+    if call.want_logprobs:
+        include.append("message.output_text.logprobs")
+    body: dict = {
+        "model": call.model,
+        "input": to_input(call.items, signature_tag(route), route.reasoning_history),
+        "stream": True,
+        "store": False,
+        "include": include,
+    }
+    if call.instructions:
+        body["instructions"] = call.instructions
+    tools = call.tools
+    if tools.offered:
+        body["tools"] = [_tool(t) for t in tools.offered]
+        if tools.forced is not None:
+            kind = "custom" if tools.forced.kind == "custom" else "function"
+            body["tool_choice"] = {"type": kind, "name": tools.forced.wire_name}
+        else:
+            body["tool_choice"] = tools.mode
+        if req.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = req.parallel_tool_calls
+    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+        value = getattr(req, name)
+        if value is not None:
+            body[name] = value
+    max_tokens = req.max_output_tokens if req.max_output_tokens is not None else route.max_tokens
+    if max_tokens is not None:
+        body["max_output_tokens"] = max_tokens
+    if req.reasoning is not None:
+        reasoning = {}
+        if req.reasoning.effort is not None:
+            reasoning["effort"] = req.reasoning.effort
+        summary = req.reasoning.summary or req.reasoning.generate_summary
+        if summary is not None:
+            reasoning["summary"] = summary
+        if reasoning:
+            body["reasoning"] = reasoning
+    if req.text is not None:
+        text: dict = {}
+        fmt = req.text.format
+        if fmt is not None:
+            if fmt.type == "json_schema":
+                text["format"] = {"type": "json_schema", "name": fmt.name, "schema": fmt.json_schema}
+                if fmt.strict is not None:
+                    text["format"]["strict"] = fmt.strict
+                if fmt.description:
+                    text["format"]["description"] = fmt.description
+            else:
+                text["format"] = {"type": fmt.type}
+        if req.text.verbosity:
+            text["verbosity"] = req.text.verbosity
+        if text:
+            body["text"] = text
+    if call.want_logprobs and req.top_logprobs:
+        body["top_logprobs"] = req.top_logprobs
+    return body
+
+
+def _tool(tool: Tool) -> dict:
+    """Offered flat: namespace members under their wire names, a client tool_search as a function."""
+    if tool.kind == "tool_search":
+        return {"type": "function", "name": "tool_search",
+                "description": tool.description or "Search for more tools to use.",
+                "parameters": tool.parameters or TOOL_SEARCH_PARAMETERS}
+    out: dict = {"type": "custom" if tool.kind == "custom" else "function", "name": tool.wire_name}
+    if tool.description:
+        out["description"] = tool.description
+    if tool.kind == "custom":
+        out["format"] = tool.format or {"type": "text"}
+    else:
+        out["parameters"] = tool.parameters if tool.parameters is not None else {"type": "object", "properties": {}}
+        if tool.strict is not None:
+            out["strict"] = tool.strict
+    return out
+
+
+def to_input(items: list[dict], tag: str, reasoning_history: str = "reasoning_content") -> list[dict]:
+    """The resolved history as Responses input items the upstream accepts without state: no ids (they would
+    be looked up, and `store` is false), our names flattened to wire names, reasoning as the upstream needs it."""
+    out: list[dict] = []
+    for item in items:
+        kind = item["type"]
+        if kind == "message":
+            role = item["role"]
+            out.append({"type": "message", "role": role,
+                        "content": [_content(p, role) for p in item["content"]]})
+        elif kind == "function_call":
+            out.append({"type": "function_call", "call_id": item["call_id"],
+                        "name": wire_name(item["name"], item.get("namespace")), "arguments": item["arguments"]})
+        elif kind == "custom_tool_call":
+            out.append({"type": "custom_tool_call", "call_id": item["call_id"],
+                        "name": wire_name(item["name"], item.get("namespace")), "input": item["input"]})
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            output = item["output"]
+            if isinstance(output, list):
+                output = [_content(p, "user") for p in output]
+            out.append({"type": kind, "call_id": item["call_id"], "output": output})
+        elif kind == "tool_search_call":
+            out.append({"type": "function_call", "call_id": item["call_id"], "name": "tool_search",
+                        "arguments": orjson.dumps(item.get("arguments") or {}).decode()})
+        elif kind == "tool_search_output":
+            out.append({"type": "function_call_output", "call_id": item["call_id"],
+                        "output": orjson.dumps({"tools": _tool_summary(item["tools"])}).decode()})
+        elif kind == "reasoning":
+            reasoning = _reasoning(item, tag, reasoning_history)
+            if reasoning is not None:
+                out.append(reasoning)
+        # item_reference never gets here: the history is resolved before adapters see it
+    return out
+
+
+def _content(part: dict, role: str) -> dict:
+    kind = part["type"]
+    if kind == "input_image":
+        return {"type": "input_image", "image_url": part["image_url"], "detail": part.get("detail", "auto")}
+    if kind == "refusal":
+        return {"type": "refusal", "refusal": part["refusal"]}
+    if role == "assistant":
+        return {"type": "output_text", "text": part.get("text", "")}
+    return {"type": "input_text", "text": part.get("text", "")}
+
+
+def _reasoning(item: dict, tag: str, reasoning_history: str) -> dict | None:
+    sealed = unseal(item.get("encrypted_content"))
+    summary = [{"type": "summary_text", "text": p["text"]} for p in item.get("summary") or () if p.get("text")]
+    if sealed is not None and sealed[1] and sealed[1].startswith(tag):
+        # This upstream's own encrypted reasoning: all it needs to continue its chain of thought.
+        return {"type": "reasoning", "summary": summary, "encrypted_content": sealed[1][len(tag):]}
+    # Anything else (another upstream's signature, a token we did not issue) it could not decrypt.
+    texts = [p["text"] for p in item.get("content") or () if p.get("text")]
+    if not texts and sealed is not None and sealed[0]:
+        texts = [sealed[0]]
+    if not texts:
+        texts = [p["text"] for p in summary]
+    if not texts or reasoning_history == "drop":
+        return None
+    return {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "\n".join(texts)}]}
+
+
+# -- the upstream -----------------------------------------------------------------------------------------
+
+
+class ResponsesUpstream(HTTPUpstream):
+    def __init__(self, route: Route):
+        super().__init__(route)
+        self.label = f"{self.base} (responses)"
+        self.headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if route.api_key:
+            self.headers["authorization"] = f"Bearer {route.api_key}"
+
+    async def list_models(self) -> list[dict]:
+        try:
+            async with self.session.get(f"{self.base}/models", headers=self.headers) as resp:
+                raw = await resp.read()
+                if resp.status != 200:
+                    raise upstream_http_error(resp.status, raw, None)
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise unreachable(exc) from None
+        data = orjson.loads(raw).get("data") or []
+        return [m for m in data if isinstance(m, dict) and "id" in m]
+
+    async def open(self, call: Call) -> ResponsesStream:
+        body = build_body(call, self.route)
+        try:
+            resp = await self.session.post(f"{self.base}/responses", data=orjson.dumps(body), headers=self.headers)
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise unreachable(exc) from None
+        if resp.status != 200:
+            try:
+                raw = await resp.read()
+            except (TimeoutError, aiohttp.ClientError, OSError):
+                raw = b""
+            finally:
+                resp.close()
+            raise upstream_http_error(resp.status, raw, call.request.model)
+        return ResponsesStream(resp, call, signature_tag(self.route))
+
+
+class ResponsesStream:
+    """The upstream response body as batches of generation events (one batch per network read)."""
+
+    def __init__(self, resp: aiohttp.ClientResponse, call: Call, tag: str):
+        self.resp = resp
+        self.call = call
+        self.tag = tag
+        self._gen = self._events()
+        self._complete = False
+
+    def __aiter__(self):
+        return self._gen
+
+    async def aclose(self) -> None:
+        await self._gen.aclose()
+        if self._complete:
+            self.resp.release()
+        else:
+            self.resp.close()
+
+    async def _events(self):
+        resp = self.resp
+        acc = Accumulator()
+        mapper = EventMapper(self.call, acc, self.tag)
+        if resp.content_type == "application/json":
+            # A server that ignored `stream: true` and answered with the whole Response.
+            try:
+                raw = await resp.read()
+            except (TimeoutError, aiohttp.ClientError, OSError):
+                raise g.UpstreamError("The connection to the upstream model server was lost.") from None
+            self._complete = True
+            batch = mapper.map(acc.feed_event(whole_response_event(raw)) + acc.close())
+            if batch:
+                yield batch
+            if mapper.error:
+                raise mapper.error
+            return
+        try:
+            async for data in resp.content.iter_any():
+                batch = mapper.map(acc.feed(data))
+                if batch:
+                    yield batch
+                if mapper.error:
+                    raise mapper.error
+                if mapper.finished:
+                    break
+            else:
+                batch = mapper.map(acc.close())
+                if batch:
+                    yield batch
+                if mapper.error:
+                    raise mapper.error
+                self._complete = True
+                return
+        except (TimeoutError, aiohttp.ClientError, OSError):
+            raise g.UpstreamError("The connection to the upstream model server was lost mid-stream.") from None
+        # The terminal event came: what may follow (`data: [DONE]`) is read so the connection can be reused,
+        # but an upstream that keeps the body open after it does not hold the response back.
+        try:
+            await asyncio.wait_for(resp.content.read(), timeout=DRAIN_TIMEOUT)
+            self._complete = True
+        except (TimeoutError, aiohttp.ClientError, OSError):
+            pass  # aclose() closes the connection instead
+
+
+def whole_response_event(raw: bytes) -> dict:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise g.UpstreamError("The upstream model server sent a body that is not JSON.") from None
+    if not isinstance(obj, dict):
+        raise g.UpstreamError("The upstream model server sent a body that is not a JSON object.")
+    if obj.get("error") and not obj.get("status"):
+        return {"type": "error", "error": obj["error"]}
+    status = obj.get("status")
+    kind = f"response.{status}" if f"response.{status}" in TERMINAL else "response.completed"
+    return {"type": kind, "response": obj}
+
+
+class EventMapper:
+    """The reader's normalized Responses events → generation events. One instance per upstream stream."""
+
+    def __init__(self, call: Call, acc: Accumulator, tag: str):
+        self.tools = call.tools.by_wire_name
+        self.want_logprobs = call.want_logprobs
+        self.acc = acc
+        self.tag = tag
+        self.calls: dict[int, _CallState] = {}  # output_index -> tool call
+        self.reasoning: dict[int, list] = {}  # output_index -> [streamed kind, last summary index]
+        self.signed: set[int] = set()
+        self.started_calls = 0
+        self.error: g.UpstreamError | None = None  # raised once the events before it are delivered
+        self.finished = False
+
+    def map(self, events: list[Event]) -> list:
+        batch: list = []
+        try:
+            for ev in events:
+                self._event(ev, batch)
+        except g.UpstreamError as exc:
+            self.error = exc
+            return batch
+        for index, state in self.calls.items():
+            if not state.started:
+                self._start(index, state, batch)
+        return batch
+
+    def _event(self, ev: Event, batch: list) -> None:
+        kind = ev.type
+        data = ev.data
+        if kind == "response.output_text.delta":
+            if data.get("delta"):
+                logprobs = data.get("logprobs") if self.want_logprobs else None
+                batch.append(g.TextDelta(data["delta"], logprobs if isinstance(logprobs, list) and logprobs else None))
+        elif kind == "response.refusal.delta":
+            if data.get("delta"):
+                batch.append(g.RefusalDelta(data["delta"]))
+        elif kind in ("response.reasoning_text.delta", "response.reasoning.delta"):
+            self._reasoning(data, "text", batch)
+        elif kind == "response.reasoning_summary_text.delta":
+            self._reasoning(data, "summary", batch)
+        elif kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
+            state = self._call(data["output_index"], batch)
+            if state is not None:
+                state.feed(data.get("delta") or "", data["output_index"], batch)
+        elif kind == "response.output_item.added":
+            if (data.get("item") or {}).get("type") in ("function_call", "custom_tool_call"):
+                self._call(data["output_index"], batch)
+        elif kind == "response.output_item.done":
+            self._item_done(data, batch)
+        elif kind == "error":
+            error = data.get("error") if isinstance(data.get("error"), dict) else data
+            raise _upstream_error(error)
+        elif kind in TERMINAL:
+            self._terminal(ev, batch)
+
+    def _reasoning(self, data: dict, kind: str, batch: list) -> None:
+        index = data.get("output_index")
+        state = self.reasoning.setdefault(index, [kind, None])
+        if state[0] != kind:
+            return  # this item streams both its summary and its raw text: one of them is enough
+        text = data.get("delta") or ""
+        if not text:
+            return
+        if kind == "summary":
+            part = data.get("summary_index", 0)
+            if state[1] is not None and part != state[1]:
+                text = "\n\n" + text  # summary parts are paragraphs
+            state[1] = part
+        batch.append(g.ReasoningDelta(text))
+
+    def _item_done(self, data: dict, batch: list) -> None:
+        item = data.get("item") or {}
+        index = data["output_index"]
+        kind = item.get("type")
+        if kind == "reasoning":
+            encrypted = item.get("encrypted_content")
+            if isinstance(encrypted, str) and encrypted and index not in self.signed:
+                self.signed.add(index)
+                batch.append(g.ReasoningDelta("", signature=self.tag + encrypted))
+        elif kind in ("function_call", "custom_tool_call"):
+            state = self._call(index, batch, final=True)
+            if state is not None:
+                state.finish(index, batch)
+
+    def _call(self, index: int, batch: list, final: bool = False) -> _CallState | None:
+        state = self.calls.get(index)
+        if state is None:
+            state = self.calls[index] = _CallState()
+        if not state.started:
+            self._start(index, state, batch, final)
+        return state
+
+    def _start(self, index: int, state: _CallState, batch: list, final: bool = False) -> None:
+        item = self.acc.item(index) or {}
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            if not final:
+                return  # its name has not come yet: hold the input
+            name = "unknown"
+        call_id = item.get("call_id") if isinstance(item.get("call_id"), str) and item.get("call_id") \
+            else new_id("call")
+        tool = self.tools.get(name)
+        custom_item = item.get("type") == "custom_tool_call"
+        if tool is None:
+            batch.append(g.ToolCallStart(index, call_id, name, "custom" if custom_item else "function",
+                                         item.get("namespace")))
+        else:
+            kind = tool.kind
+            if kind == "custom" and not custom_item:
+                state.decoder = CustomInputDecoder()  # a server that made it a function: {"input": "..."}
+            elif kind != "custom" and custom_item:
+                kind = "custom"
+            batch.append(g.ToolCallStart(index, call_id, tool.name, kind, tool.namespace))
+        state.started = True
+        self.started_calls += 1
+        if state.pending:
+            pending, state.pending = "".join(state.pending), []
+            state.feed(pending, index, batch)
+
+    def _terminal(self, ev: Event, batch: list) -> None:
+        response = ev.data.get("response") or {}
+        if ev.type == "response.failed":
+            if ev.synthesized and not self.acc.error:
+                raise g.UpstreamError("The upstream model server ended the stream before finishing.")
+            raise _upstream_error(self.acc.error or response.get("error") or {})
+        for index, state in self.calls.items():
+            state.finish(index, batch)
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            batch.append(_usage(usage))
+        if ev.type == "response.incomplete":
+            reason = (response.get("incomplete_details") or {}).get("reason")
+            batch.append(g.Finish(INCOMPLETE.get(reason, "length")))
+        else:
+            batch.append(g.Finish("tool_calls" if self.started_calls else "stop"))
+        self.finished = True
+
+
+class _CallState:
+    __slots__ = ("started", "pending", "decoder", "finished")
+
+    def __init__(self) -> None:
+        self.started = False
+        self.pending: list[str] = []
+        self.decoder: CustomInputDecoder | None = None
+        self.finished = False
+
+    def feed(self, text: str, index: int, batch: list) -> None:
+        if not self.started:
+            self.pending.append(text)
+            return
+        if self.decoder is not None:
+            text = self.decoder.feed(text)
+        if text:
+            batch.append(g.ToolCallDelta(index, text))
+
+    def finish(self, index: int, batch: list) -> None:
+        if self.finished or not self.started:
+            return
+        self.finished = True
+        if self.decoder is not None:
+            rest = self.decoder.finish()
+            self.decoder = None
+            if rest:
+                batch.append(g.ToolCallDelta(index, rest))
+
+
+def _upstream_error(error: dict) -> g.UpstreamError:
+    code = error.get("code")
+    code = str(code) if code is not None else "upstream_error"
+    message = error.get("message") if isinstance(error.get("message"), str) else ""
+    kind = error.get("type") if isinstance(error.get("type"), str) else None
+    param = error.get("param") if isinstance(error.get("param"), str) else None
+    if kind is None:
+        kind = "invalid_request_error" if code in ("context_length_exceeded", "invalid_prompt") else "server_error"
+    return g.UpstreamError(message or f"The upstream model server failed ({code}).", code=code, type=kind,
+                           param=param)
+
+
+def _usage(u: dict) -> g.Usage:
+    cached = (u.get("input_tokens_details") or {}).get("cached_tokens") or 0
+    reasoning = (u.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
+    return g.Usage(u.get("input_tokens") or 0, u.get("output_tokens") or 0, cached, reasoning)
