@@ -43,8 +43,8 @@ def error_of(http, body, status=400):
     ({"model": "m", "input": [{"type": "warp_drive"}]}, "input[0].type", "invalid_value"),
     ({"model": "m", "input": "x", "tools": [{"type": "function", "name": "bad name!"}]}, "tools[0].name",
      "invalid_value"),
-    ({"model": "m", "input": "x", "tools": [{"type": "mcp", "server_label": "s"}]}, "tools[0].type",
-     "unsupported_parameter"),
+    ({"model": "m", "input": "x", "tools": [{"type": "mcp", "server_label": "s"}]}, "tools[0]",
+     "invalid_value"),  # no server_url
     ({"model": "m", "input": "x", "tools": [FN], "tool_choice": "sometimes"}, "tool_choice", "invalid_value"),
     ({"model": "m", "input": "x", "metadata": {"k": 1}}, "metadata.k", "invalid_type"),
 ])

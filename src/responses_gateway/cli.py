@@ -50,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--api-keys-file", metavar="PATH",
                        help=f"file with one accepted API key per line [{ENV['api_keys_file']}]")
     serve.add_argument("--api-keys", metavar="K1,K2", help=f"accepted API keys [{ENV['api_keys']}]")
+    serve.add_argument("--mcp-allow-hosts", metavar="H1,H2",
+                       help="MCP hosts admitted although loopback/private (host, host:port, IP or CIDR) "
+                            f"[{ENV['mcp_allow_hosts']}]")
+    serve.add_argument("--mcp-timeout", type=float, help=f"seconds per MCP call [{ENV['mcp_timeout']}; default 60]")
+    serve.add_argument("--max-tool-rounds", type=int,
+                       help=f"cap on model/tool rounds in one response [{ENV['max_tool_rounds']}; default 16]")
     return parser
 
 

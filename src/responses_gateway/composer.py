@@ -92,10 +92,12 @@ class Composer:
                 self._close_all(out, "incomplete" if ev.reason in INCOMPLETE_REASONS else "completed")
         return out
 
-    def finish(self) -> list[dict]:
-        """The upstream ended cleanly: close what is open and emit the terminal event."""
+    def finish(self, incomplete: str | None = None) -> list[dict]:
+        """The upstream ended cleanly: close what is open and emit the terminal event.
+
+        `incomplete`: a reason the gateway itself stopped short (e.g. the tool-round cap)."""
         out: list[dict] = []
-        reason = INCOMPLETE_REASONS.get(self.finish_reason or "")
+        reason = incomplete or INCOMPLETE_REASONS.get(self.finish_reason or "")
         self._close_all(out, "incomplete" if reason else "completed")
         if reason:
             self._terminal(out, "incomplete", incomplete_details={"reason": reason})
@@ -169,10 +171,12 @@ class Composer:
         """An MCP call the gateway runs without the model asking now (an approved request)."""
         out: list[dict] = []
         call = self._add_item(out, "mcp", _mcp_item(server_label, name, arguments, approval_request_id))
-        out.append({"type": "response.mcp_call.in_progress", "sequence_number": self._next(),
-                    "item_id": call.id, "output_index": call.index})
-        out.append({"type": "response.mcp_call_arguments.done", "sequence_number": self._next(),
-                    "item_id": call.id, "output_index": call.index, "arguments": arguments})
+        base = {"item_id": call.id, "output_index": call.index}
+        out.append({"type": "response.mcp_call.in_progress", "sequence_number": self._next(), **base})
+        out.append({"type": "response.mcp_call_arguments.delta", "sequence_number": self._next(), **base,
+                    "delta": arguments})
+        out.append({"type": "response.mcp_call_arguments.done", "sequence_number": self._next(), **base,
+                    "arguments": arguments})
         return call, out
 
     def _usage(self, ev: g.Usage) -> None:

@@ -36,7 +36,15 @@ class Settings:
     api_keys: str | None = None  # comma-separated
     api_keys_file: str | None = None
     config: str | None = None  # a TOML routing file (see routing.py); overrides --upstream
+    # MCP: hosts (or host:port, IPs, CIDRs) admitted despite being loopback/private; per-call timeout;
+    # a hard cap on model ↔ tool rounds in one response.
+    mcp_allow_hosts: str | None = None  # comma-separated
+    mcp_timeout: float = 60.0
+    max_tool_rounds: int = 16
     extra: dict = field(default_factory=dict)
+
+    def mcp_hosts(self) -> list[str]:
+        return [h.strip() for h in (self.mcp_allow_hosts or "").split(",") if h.strip()]
 
     def load_api_keys(self) -> list[str]:
         keys = [k.strip() for k in (self.api_keys or "").split(",") if k.strip()]
@@ -82,6 +90,9 @@ ENV = {
     "api_keys": "RG_API_KEYS",
     "api_keys_file": "RG_API_KEYS_FILE",
     "config": "RG_CONFIG",
+    "mcp_allow_hosts": "RG_MCP_ALLOW_HOSTS",
+    "mcp_timeout": "RG_MCP_TIMEOUT",
+    "max_tool_rounds": "RG_MAX_TOOL_ROUNDS",
 }
 
 CHOICES = {
@@ -103,7 +114,7 @@ def from_env(environ: dict[str, str] | None = None) -> dict:
         kind = types[name]
         if kind == "int":
             out[name] = int(raw)
-        elif kind in ("float", "float | None") or name == "retention_days":
+        elif kind in ("float", "float | None") or name in ("retention_days", "mcp_timeout"):
             out[name] = float(raw)
         else:
             out[name] = raw

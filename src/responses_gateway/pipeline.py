@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from . import metrics
 from .composer import Composer
 from .generation import UpstreamError
+from .tools.loop import MCPLoop
 from .upstreams.base import EventStream
 
 log = logging.getLogger("responses_gateway.pipeline")
@@ -22,14 +23,31 @@ log = logging.getLogger("responses_gateway.pipeline")
 OnFinal = Callable[[dict], Awaitable[None]]
 
 
-async def run(composer: Composer, stream: EventStream, on_final: OnFinal | None = None) -> AsyncIterator[list[dict]]:
+async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal | None = None,
+              loop: MCPLoop | None = None) -> AsyncIterator[list[dict]]:
+    """`stream`: the first upstream step, already opened (so HTTP errors could still be HTTP errors);
+    None when a tool `loop` must run first (listing MCP tools) and opens every step itself."""
     try:
         yield composer.start()
         try:
-            async for batch in stream:
-                events = composer.feed(batch)
-                if events:
+            if loop is not None:
+                async for events in loop.prelude(composer):
                     yield events
+            while True:
+                if stream is None:
+                    stream = await loop.open_next(composer)
+                async for batch in stream:
+                    events = composer.feed(batch)
+                    if events:
+                        yield events
+                await stream.aclose()
+                stream = None
+                if loop is None:
+                    break
+                async for events in loop.after_step(composer):
+                    yield events
+                if not loop.again:
+                    break
         except UpstreamError as exc:
             log.warning("response %s failed: %s", composer.response["id"], exc.message)
             events = composer.fail(exc.code, exc.message, type=exc.type, param=exc.param)
@@ -37,7 +55,7 @@ async def run(composer: Composer, stream: EventStream, on_final: OnFinal | None 
             log.exception("response %s failed inside the gateway", composer.response["id"])
             events = composer.fail("server_error", "The gateway failed while processing the response.")
         else:
-            events = composer.finish()
+            events = composer.finish(loop.incomplete if loop is not None else None)
         final = composer.final
         metrics.counters[f'responses_total{{status="{final["status"]}"}}'] += 1
         if on_final is not None:
@@ -48,4 +66,7 @@ async def run(composer: Composer, stream: EventStream, on_final: OnFinal | None 
                 log.exception("response %s could not be stored", final["id"])
         yield events
     finally:
-        await stream.aclose()
+        if stream is not None:
+            await stream.aclose()
+        if loop is not None:
+            await loop.aclose()

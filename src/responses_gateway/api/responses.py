@@ -14,6 +14,8 @@ from ..protocol.request import parse_request
 from ..protocol.response import skeleton
 from ..protocol.tools import normalize_tools
 from ..state import resolve
+from ..tools.history import lower_mcp
+from ..tools.loop import MCPLoop
 from ..upstreams.base import Call
 from .errors import APIError, error_response
 from .streaming import EventStreamResponse
@@ -47,7 +49,7 @@ async def create_response(request: Request) -> Response:
     history, items = await resolve(state.store, req.previous_response_id, normalize_input(req.input), who)
     tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
                             found=found_tools(history))
-    call = Call(req, history, tools, req.instructions, upstream_model)
+    call = Call(req, lower_mcp(history), tools, req.instructions, upstream_model)
     include = req.include or ()
     composer = Composer(
         skeleton(req, tools),
@@ -56,15 +58,20 @@ async def create_response(request: Request) -> Response:
         reasoning_summary=bool(req.reasoning and (req.reasoning.summary or req.reasoning.generate_summary)
                                not in (None, "none")),
     )
-    try:
-        stream = await upstream.open(call)
-    except UpstreamError as exc:
-        raise APIError(exc.status, exc.message, type=exc.type, param=exc.param, code=exc.code) from None
+    loop = stream = None
+    if tools.mcp:  # tools are listed inside the stream first, so every step opens inside it
+        loop = MCPLoop(call, history, upstream, allow_hosts=settings.mcp_hosts(), timeout=settings.mcp_timeout,
+                       max_rounds=settings.max_tool_rounds)
+    else:
+        try:
+            stream = await upstream.open(call)
+        except UpstreamError as exc:
+            raise APIError(exc.status, exc.message, type=exc.type, param=exc.param, code=exc.code) from None
     on_final = None
     if state.store is not None and req.store is not False:
         async def on_final(final: dict) -> None:
             await state.store.save(final, items, who)
-    batches = run(composer, stream, on_final)
+    batches = run(composer, stream, on_final, loop)
     if req.stream:
         return EventStreamResponse(batches)
     async for _ in batches:

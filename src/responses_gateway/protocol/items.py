@@ -34,10 +34,6 @@ UNSERVABLE = {
     "shell_call_output": "shell_call_output items",
     "apply_patch_call": "apply_patch_call items",
     "apply_patch_call_output": "apply_patch_call_output items",
-    "mcp_list_tools": "MCP items",
-    "mcp_call": "MCP items",
-    "mcp_approval_request": "MCP items",
-    "mcp_approval_response": "MCP items",
 }
 
 
@@ -53,6 +49,13 @@ def _need_str(item: dict, key: str, where: str, *, allow_empty: bool = True) -> 
         raise APIError(400, f"Invalid type for '{where}.{key}': expected a string.", param=f"{where}.{key}",
                        code="invalid_type")
     return value
+
+
+_MCP_FIELDS = {
+    "mcp_list_tools": ("server_label", "tools", "error"),
+    "mcp_call": ("server_label", "name", "arguments", "output", "error", "status", "approval_request_id"),
+    "mcp_approval_request": ("server_label", "name", "arguments"),
+}
 
 
 def found_tools(items: list[dict]) -> list[dict]:
@@ -115,6 +118,16 @@ def normalize_item(item: Any, where: str) -> dict:
         out = {"type": kind, "call_id": _need_str(item, "call_id", where), "tools": tools,
                "execution": item.get("execution") or "client"}
         return _keep_id(item, out)
+    if kind in ("mcp_list_tools", "mcp_call", "mcp_approval_request"):
+        out = {k: item[k] for k in _MCP_FIELDS[kind] if k in item}
+        out["type"] = kind
+        _need_str(item, "server_label", where)
+        return _keep_id(item, out)
+    if kind == "mcp_approval_response":
+        if not isinstance(item.get("approve"), bool):
+            raise _missing(f"{where}.approve")
+        return _keep_id(item, {"type": kind, "approval_request_id": _need_str(item, "approval_request_id", where),
+                               "approve": item["approve"], "reason": item.get("reason")})
     if kind == "item_reference":
         return {"type": kind, "id": _need_str(item, "id", where)}
     if kind == "reasoning":

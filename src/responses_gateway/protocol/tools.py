@@ -35,7 +35,7 @@ HOSTED = {
 class Tool:
     """One callable the model is offered. `wire_name` is the name the upstream sees."""
 
-    kind: str  # "function" | "custom" | "tool_search"
+    kind: str  # "function" | "custom" | "tool_search" | "mcp" | "mcp_approval" (an MCP tool needing approval)
     name: str
     wire_name: str
     description: str | None = None
@@ -52,6 +52,7 @@ class ToolSet:
     offered: list[Tool] = field(default_factory=list)
     by_wire_name: dict[str, Tool] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)
+    mcp: list = field(default_factory=list)  # MCPServer declarations, run by the gateway
     # Normalized choice: mode is "auto" | "none" | "required"; `only` narrows the offered tools.
     mode: str = "auto"
     forced: Tool | None = None
@@ -132,7 +133,18 @@ def _add_spec(out: ToolSet, spec: dict, where: str, hosted_policy: str, *, echo:
         if echo:
             out.echo.append(spec)
     elif kind == "mcp":
-        raise unsupported(f"{where}.type", "MCP tools")
+        from ..tools.mcp import MCPServer
+
+        try:
+            server = MCPServer.from_tool(spec)
+        except ValueError as exc:
+            raise invalid(f"Invalid '{where}': {exc}", where) from None
+        if any(s.label == server.label for s in out.mcp):
+            raise invalid(f"Invalid '{where}.server_label': duplicate server_label '{server.label}'.",
+                          f"{where}.server_label")
+        out.mcp.append(server)
+        if echo:
+            out.echo.append(server.public_tool())  # never the headers or authorization
     elif kind in HOSTED:
         if hosted_policy == "reject":
             raise unsupported(f"{where}.type", f"The hosted tool '{kind}'")
@@ -202,7 +214,7 @@ def _choice(out: ToolSet, choice: Any) -> None:
         if choice not in ("auto", "none", "required"):
             raise invalid(f"Invalid value: '{choice}'. Supported values are: 'none', 'auto', and 'required'.",
                           "tool_choice")
-        if choice == "required" and not out.offered:
+        if choice == "required" and not out.offered and not out.mcp:
             raise invalid("Tool choice 'required' must be specified with 'tools' parameter.", "tool_choice", None)
         out.mode = choice
         return
@@ -230,7 +242,10 @@ def _choice(out: ToolSet, choice: Any) -> None:
         out.offered = allowed
         out.mode = mode
         return
-    if kind in HOSTED or kind == "mcp":
+    if kind in HOSTED:
         raise unsupported("tool_choice", f"Forcing the hosted tool '{kind}'")
+    if kind == "mcp":  # {"type": "mcp", "server_label", "name"?}: MCP tools are listed later; keep it soft
+        out.mode = "required" if choice.get("name") else "auto"
+        return
     raise invalid(f"Invalid value: '{kind}'. Supported values are: 'function', 'custom' and 'allowed_tools'.",
                   "tool_choice.type")

@@ -28,7 +28,7 @@ from ..protocol.reasoning import unseal
 from ..protocol.tools import Tool
 from .base import Call, Route
 from .chat_completions import unreachable, upstream_http_error
-from .chat_messages import _tool_summary, wire_name
+from .chat_messages import tool_summary, wire_name
 from .custom_input import CustomInputDecoder
 from .http import HTTPUpstream
 
@@ -152,7 +152,7 @@ def to_input(items: list[dict], tag: str, reasoning_history: str = "reasoning_co
                         "arguments": orjson.dumps(item.get("arguments") or {}).decode()})
         elif kind == "tool_search_output":
             out.append({"type": "function_call_output", "call_id": item["call_id"],
-                        "output": orjson.dumps({"tools": _tool_summary(item["tools"])}).decode()})
+                        "output": orjson.dumps({"tools": tool_summary(item["tools"])}).decode()})
         elif kind == "reasoning":
             reasoning = _reasoning(item, tag, reasoning_history)
             if reasoning is not None:
@@ -336,6 +336,8 @@ class EventMapper:
         return batch
 
     def _event(self, ev: Event, batch: list) -> None:
+        if not ev.known:
+            return
         kind = ev.type
         data = ev.data
         if kind == "response.output_text.delta":
@@ -359,8 +361,7 @@ class EventMapper:
         elif kind == "response.output_item.done":
             self._item_done(data, batch)
         elif kind == "error":
-            error = data.get("error") if isinstance(data.get("error"), dict) else data
-            raise _upstream_error(error)
+            raise _upstream_error(self.acc.error or {})
         elif kind in TERMINAL:
             self._terminal(ev, batch)
 

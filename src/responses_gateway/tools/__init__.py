@@ -1,0 +1,1 @@
+"""Tools the gateway executes itself (MCP servers)."""

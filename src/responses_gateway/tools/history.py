@@ -1,0 +1,49 @@
+"""MCP items, as the model sees them: plain tool calls and their results.
+
+Adapters know nothing of MCP. Before any upstream sees the history, each `mcp_call` becomes a function
+call (named `<server_label>__<tool>` on the wire, via its namespace) followed by its output, and a declined
+approval request becomes a call answered "declined". Tool lists and pending approvals are not shown.
+"""
+
+from __future__ import annotations
+
+DECLINED = "The user declined to run this tool call."
+
+
+def lower_mcp(items: list[dict]) -> list[dict]:
+    if not any(item["type"].startswith("mcp_") for item in items):
+        return items
+    declined = {i["approval_request_id"] for i in items
+                if i["type"] == "mcp_approval_response" and not i["approve"]}
+    out: list[dict] = []
+    results: list[dict] = []  # outputs wait until the run of calls ends: one assistant turn, then results
+    for item in items:
+        kind = item["type"]
+        if kind == "mcp_call":
+            error = item.get("error")
+            call, result = _pair(item, f"Error: {error}" if error else (item.get("output") or ""))
+        elif kind == "mcp_approval_request" and item.get("id") in declined:
+            call, result = _pair(item, DECLINED)
+        elif kind in ("mcp_list_tools", "mcp_approval_request", "mcp_approval_response"):
+            continue  # a tool list, an approval still pending or approved (its mcp_call says the rest)
+        else:
+            if kind not in CALLS:
+                out += results
+                results = []
+            out.append(item)
+            continue
+        out.append(call)
+        results.append(result)
+    return out + results
+
+
+CALLS = ("function_call", "custom_tool_call", "tool_search_call")
+
+
+def _pair(item: dict, output: str) -> tuple[dict, dict]:
+    call_id = item.get("id") or "mcp_call"
+    return (
+        {"type": "function_call", "call_id": call_id, "name": item["name"], "namespace": item["server_label"],
+         "arguments": item.get("arguments") or "{}"},
+        {"type": "function_call_output", "call_id": call_id, "output": output},
+    )

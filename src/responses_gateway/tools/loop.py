@@ -1,0 +1,175 @@
+"""The agentic loop for gateway-executed MCP tools.
+
+Before the first upstream step: list each declared server's tools (or reuse the list stored earlier in the
+chain, as OpenAI does) and run the calls the client approved. After each step: run the MCP calls the model
+made, hand the results back, and call the upstream again — until the model answers in text or calls a
+client tool (which ends the response for the client), `max_tool_calls` is spent (further MCP tools are
+withdrawn so the model must answer), or the round cap stops a runaway loop (`response.incomplete`,
+reason `max_tool_rounds`). Every event still comes from the one composer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import orjson
+
+from ..composer import Composer
+from ..protocol.tools import Tool
+from ..upstreams.base import Call
+from .history import lower_mcp
+from .mcp import MCPError, MCPServer, MCPSession, check_url
+
+log = logging.getLogger("responses_gateway.mcp")
+
+CLIENT_CALLS = ("function_call", "custom_tool_call", "tool_search_call")
+
+
+class MCPLoop:
+    def __init__(self, call: Call, history: list[dict], upstream, *, allow_hosts: list[str], timeout: float,
+                 max_rounds: int):
+        self.call = call
+        self.history = history  # the raw items (MCP items included); call.items is what upstreams see
+        self.upstream = upstream
+        self.servers: dict[str, MCPServer] = {s.label: s for s in call.tools.mcp}
+        self.allow_hosts = allow_hosts
+        self.timeout = timeout
+        self.max_rounds = max_rounds
+        self.max_calls = call.request.max_tool_calls
+        self.sessions: dict[str, MCPSession] = {}
+        self.unusable: dict[str, str] = {}  # label -> why its server cannot be reached
+        self.calls_made = 0
+        self.rounds = 0
+        self.step_start = 0
+        self.again = False
+        self.incomplete: str | None = None
+
+    # -- before the first step -------------------------------------------------------------------------
+
+    async def prelude(self, composer: Composer) -> AsyncIterator[list[dict]]:
+        for server in self.servers.values():
+            stored = _stored_list(self.history, server.label)
+            if stored is not None:
+                self._offer(server, server.filter_tools(stored))
+                continue
+            item, events = composer.list_tools_started(server.label)
+            yield events
+            try:
+                session = await self._session(server)
+                tools = await session.list_tools()
+            except (MCPError, ValueError) as exc:
+                yield composer.list_tools_done(item, None, str(exc))
+                continue
+            yield composer.list_tools_done(item, tools, None)
+            self._offer(server, tools)
+        async for events in self._approved(composer):
+            yield events
+
+    async def _approved(self, composer: Composer) -> AsyncIterator[list[dict]]:
+        requests = {i.get("id"): i for i in self.history if i["type"] == "mcp_approval_request"}
+        done = {i.get("approval_request_id") for i in self.history if i["type"] == "mcp_call"}
+        for answer in self.history:
+            if answer["type"] != "mcp_approval_response" or not answer["approve"]:
+                continue
+            request = requests.get(answer["approval_request_id"])
+            if request is None or request.get("id") in done:
+                continue
+            call, events = composer.mcp_call_added(request["server_label"], request["name"],
+                                                   request.get("arguments") or "{}", request.get("id"))
+            yield events
+            yield await self._run(composer, call)
+
+    # -- between steps ---------------------------------------------------------------------------------
+
+    def open_next(self, composer: Composer):
+        """Start the next upstream step with everything so far, this response's own items included."""
+        self.call.items = lower_mcp(self.history + composer.output)
+        self.step_start = len(composer.output)
+        if self.rounds:  # a forced tool choice applies to the first step, not to every round after it
+            self.call.tools.mode, self.call.tools.forced = "auto", None
+        composer.next_step()
+        return self.upstream.open(self.call)
+
+    async def after_step(self, composer: Composer) -> AsyncIterator[list[dict]]:
+        self.again = False
+        pending = composer.take_pending()
+        if not pending:
+            return
+        for call in pending:
+            yield await self._run(composer, call)
+        if any(item["type"] in CLIENT_CALLS for item in composer.output[self.step_start:]):
+            return  # the client has calls of its own to run: the response ends here
+        self.rounds += 1
+        if self.rounds >= self.max_rounds:
+            self.incomplete = "max_tool_rounds"
+            return
+        if self.max_calls is not None and self.calls_made >= self.max_calls:
+            self._withdraw()
+        self.again = True
+
+    async def aclose(self) -> None:
+        for session in self.sessions.values():
+            try:
+                await session.aclose()
+            except Exception:  # closing must never hide the response's own outcome
+                log.debug("closing an MCP session failed", exc_info=True)
+        self.sessions = {}
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    async def _run(self, composer: Composer, call) -> list[dict]:
+        item = call.item
+        server = self.servers.get(item["server_label"])
+        if self.max_calls is not None and self.calls_made >= self.max_calls:
+            return composer.mcp_result(call, None, f"Not run: max_tool_calls ({self.max_calls}) was reached.")
+        if server is None:
+            return composer.mcp_result(call, None, f"No MCP server '{item['server_label']}' in this request.")
+        try:
+            arguments = orjson.loads(item["arguments"] or "{}")
+        except orjson.JSONDecodeError:
+            return composer.mcp_result(call, None, "The tool arguments are not valid JSON.")
+        if not isinstance(arguments, dict):
+            return composer.mcp_result(call, None, "The tool arguments must be a JSON object.")
+        self.calls_made += 1
+        try:
+            session = await self._session(server)
+            text, is_error = await session.call_tool(item["name"], arguments, timeout=self.timeout)
+        except (MCPError, ValueError) as exc:
+            return composer.mcp_result(call, None, str(exc))
+        return composer.mcp_result(call, None if is_error else text, text if is_error else None)
+
+    async def _session(self, server: MCPServer) -> MCPSession:
+        if server.label in self.unusable:
+            raise MCPError(self.unusable[server.label])
+        session = self.sessions.get(server.label)
+        if session is None:
+            try:
+                await check_url(server.url, self.allow_hosts)
+                session = MCPSession(server, timeout=self.timeout)
+                await session.connect()
+            except (MCPError, ValueError) as exc:
+                self.unusable[server.label] = str(exc)
+                raise
+            self.sessions[server.label] = session
+        return session
+
+    def _offer(self, server: MCPServer, tools: list[dict]) -> None:
+        for spec in tools:
+            name = spec["name"]
+            approval = server.requires_approval(name, spec.get("annotations"))
+            tool = Tool("mcp_approval" if approval else "mcp", name, f"{server.label}__{name}",
+                        spec.get("description"), spec.get("input_schema") or {"type": "object", "properties": {}},
+                        namespace=server.label)
+            if tool.wire_name not in self.call.tools.by_wire_name:
+                self.call.tools.add(tool, f"tools.{server.label}")
+
+    def _withdraw(self) -> None:
+        self.call.tools.offered = [t for t in self.call.tools.offered if t.kind not in ("mcp", "mcp_approval")]
+
+
+def _stored_list(history: list[dict], label: str) -> list[dict] | None:
+    for item in reversed(history):
+        if item["type"] == "mcp_list_tools" and item.get("server_label") == label and not item.get("error"):
+            return item.get("tools") or []
+    return None
