@@ -501,3 +501,39 @@ def test_openai_sdk_reads_our_stream(gateway, fake):
         final = s.get_final_response()
     assert final.output_text == WEATHER
     assert json.loads(final.model_dump_json())["status"] == "completed"
+
+
+def test_consecutive_reasoning_items_stay_separate(http, fake):
+    """Two upstream reasoning items in a row keep their own encrypted content (no merging)."""
+    import orjson
+
+    def ev(seq, data):
+        return f"event: {data['type']}\ndata: {orjson.dumps({**data, 'sequence_number': seq}).decode()}\n\n"
+
+    resp = {"id": "resp_u", "object": "response", "created_at": 1, "status": "in_progress", "output": [],
+            "model": "m"}
+    items = [
+        {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "ENC_ONE"},
+        {"id": "rs_2", "type": "reasoning", "summary": [], "encrypted_content": "ENC_TWO"},
+    ]
+    frames = [ev(0, {"type": "response.created", "response": resp})]
+    seq = 1
+    for i, item in enumerate(items):
+        frames.append(ev(seq, {"type": "response.output_item.added", "output_index": i, "item": item}))
+        frames.append(ev(seq + 1, {"type": "response.output_item.done", "output_index": i, "item": item}))
+        seq += 2
+    done = {**resp, "status": "completed", "output": items,
+            "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 1}}}
+    frames.append(ev(seq, {"type": "response.completed", "response": done}))
+    from tests.support.fake_chat import Stream
+
+    fake.enqueue(Stream(frames))
+    from tests.helpers import create
+
+    obj = create(http, {"model": "m", "input": "x", "include": ["reasoning.encrypted_content"]})
+    reasoning = [i for i in obj["output"] if i["type"] == "reasoning"]
+    assert len(reasoning) == 2
+    from responses_gateway.protocol.reasoning import unseal
+
+    assert [unseal(r["encrypted_content"])[1].rsplit(".", 1)[-1] for r in reasoning] == ["ENC_ONE", "ENC_TWO"]

@@ -87,6 +87,8 @@ class Composer:
                     self._text(out, "refusal", ev.text, None)
             elif kind is g.Usage:
                 self._usage(ev)
+            elif kind is g.ItemEnd:
+                self._close_text(out, "completed")
             elif kind is g.Finish:
                 self.finish_reason = ev.reason
                 self._close_all(out, "incomplete" if ev.reason in INCOMPLETE_REASONS else "completed")

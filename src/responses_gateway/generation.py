@@ -58,6 +58,13 @@ class ToolCallDelta:
         self.text = text
 
 
+class ItemEnd:
+    """The upstream's current message or reasoning item ends here: what follows starts a new item, even of
+    the same kind (two reasoning items must not merge: each carries its own encrypted content)."""
+
+    __slots__ = ()
+
+
 class Usage:
     __slots__ = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
 
@@ -78,7 +85,8 @@ class Finish:
         self.reason = reason
 
 
-GenerationEvent = TextDelta | RefusalDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | Usage | Finish
+GenerationEvent = (TextDelta | RefusalDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | ItemEnd | Usage
+                   | Finish)
 
 
 class UpstreamError(Exception):

@@ -205,11 +205,15 @@ def to_messages(instructions: str | None, items: list[dict]) -> tuple[str, list[
             b.add("user", [_tool_result(item["call_id"], text)])
         elif kind == "reasoning":
             sealed = unseal(item.get("encrypted_content"))
-            if sealed is not None and sealed[1]:
+            if sealed is not None and sealed[1] and not sealed[1].startswith(FOREIGN_SIGNATURES):
                 b.add("assistant", thinking_blocks(*sealed))
             # else: not signed by Anthropic (another upstream's reasoning, or a client's): Anthropic would
             # reject it, so it is left out.
     return "\n\n".join(system), b.finish()
+
+
+# Signatures other adapters seal (a Responses upstream's encrypted content): never Anthropic's.
+FOREIGN_SIGNATURES = ("rsp.",)
 
 
 class _Builder:
