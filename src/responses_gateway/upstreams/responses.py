@@ -389,9 +389,10 @@ class EventMapper:
             if isinstance(encrypted, str) and encrypted and index not in self.signed:
                 self.signed.add(index)
                 batch.append(g.ReasoningDelta("", signature=self.tag + encrypted))
-            batch.append(g.ItemEnd())
-        elif kind == "message":
-            batch.append(g.ItemEnd())
+            if item.get("status") in (None, "completed"):
+                batch.append(g.ItemEnd())
+        elif kind == "message" and item.get("status") in (None, "completed"):
+            batch.append(g.ItemEnd())  # (a cut item is closed by the terminal event, with its real status)
         elif kind in ("function_call", "custom_tool_call"):
             state = self._call(index, batch, final=True)
             if state is not None:
