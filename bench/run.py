@@ -1,0 +1,655 @@
+"""The benchmark: one command, one machine, one invocation — the upstream alone ("limit") and the gateway in front.
+
+    python -m bench.run                      # the full run (about 3–4 minutes on 2 cores)
+    python -m bench.run --quick              # a smoke run of a few seconds
+    python -m bench.run --profile 10         # and a py-spy profile of the gateway under load at the top C
+
+Starts `python -m bench.fake_upstream` and `python -m responses_gateway serve` (SQLite store in a temp dir) as
+separate processes on loopback, waits for them, then measures:
+
+  * direct   — the load generator straight at the fake upstream, C = 1, 16, 64;
+  * gateway  — the same load through the gateway, `store: false` and `store: true`, C = 1, 16, 64;
+  * ttft     — C = 1 with a 5 ms/token upstream, direct and through the gateway (added time to first token);
+  * paced    — the top C with a 5 ms/token upstream: the CPU per response when tokens come one by one.
+
+Writes bench/results/<timestamp>.md and .json, prints the table and PASS/MISS for each target of issue 7.
+See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import importlib.metadata
+import os
+import platform
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import orjson
+
+from . import load
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+
+CLEAN_OTHER_PCT = 30.0  # a run is "clean" when less than this (% of a core) went outside our processes
+QUICK = dict(requests=16, concurrency="1,4", tokens=64, ttft_requests=8, ttft_tokens=4, paced_requests=8,
+             duration=10.0, repeat=1, wait_quiet=0.0)
+FULL = dict(requests=1000, concurrency="1,16,64", tokens=256, ttft_requests=200, ttft_tokens=16, paced_requests=192,
+            duration=30.0, repeat=3, wait_quiet=30.0)
+
+
+# -- processes ---------------------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def clean_env(extra_path: str | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RG_")}
+    paths = [p for p in (extra_path, str(ROOT), env.get("PYTHONPATH")) if p]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+class Proc:
+    """A child process in its own process group, with its output in a log file; stopped by its own pid."""
+
+    def __init__(self, name: str, argv: list[str], log_dir: Path, env: dict, capture_stdout: bool = False):
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.popen = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.PIPE if capture_stdout else self.log,
+                                      stderr=self.log, start_new_session=True)
+        self.pid = self.popen.pid
+
+    def first_line(self, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        out = self.popen.stdout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([out], [], [], 0.1)
+            if ready:
+                line = out.readline().decode(errors="replace")
+                if line:
+                    return line.strip()
+            if self.popen.poll() is not None:
+                break
+        raise RuntimeError(f"{self.name} did not start:\n{self.tail()}")
+
+    def tail(self, n: int = 4000) -> str:
+        self.log.flush()
+        try:
+            return self.log_path.read_bytes()[-n:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGTERM)  # its own group only: uvicorn's workers go with it
+            try:
+                self.popen.wait(timeout=8)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.pid, signal.SIGKILL)
+                self.popen.wait(timeout=5)
+        if self.popen.stdout:
+            self.popen.stdout.close()
+        self.log.close()
+
+
+def wait_http(url: str, proc: Proc, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.popen.poll() is not None:
+            raise RuntimeError(f"{proc.name} exited with {proc.popen.returncode}:\n{proc.tail()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{proc.name} did not answer {url} within {timeout} s:\n{proc.tail()}")
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return orjson.loads(resp.read())
+
+
+def post_json(url: str, obj: dict) -> dict:
+    req = urllib.request.Request(url, data=orjson.dumps(obj), headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        return orjson.loads(resp.read())
+
+
+# -- machine description ---------------------------------------------------------------------------------
+
+def machine() -> dict:
+    cpu = platform.processor() or "?"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as fh:
+        for line in fh:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem = None
+    with contextlib.suppress(OSError), open("/proc/meminfo") as fh:
+        mem = round(int(fh.readline().split()[1]) / 1024 / 1024, 1)
+    versions = {}
+    for pkg in ("responses-gateway", "uvicorn", "starlette", "aiohttp", "orjson", "uvloop", "httptools"):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            versions[pkg] = importlib.metadata.version(pkg)
+    commit = _git("rev-parse", "--short", "HEAD")
+    dirty = bool(_git("status", "--porcelain", "--", "src"))
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": mem, "kernel": platform.release(),
+            "python": platform.python_version(), "versions": versions,
+            "commit": (commit or "?") + ("+dirty-src" if dirty else "")}
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+# -- the cases ---------------------------------------------------------------------------------------------
+
+async def run_cases(opts, up_url: str, up_pid: int, gw_url: str, gw_pid: int, say) -> list[dict]:
+    """Every case; throughput cases `--repeat` times, interleaved, keeping the run with the median req/s."""
+
+    async def case(name: str, mode: str, c: int, n: int, store: bool | None, delay: float, tok: int) -> dict:
+        body = load.request_body(mode, store=bool(store))
+        base = gw_url if mode == "gateway" else up_url
+        summary = await load.measured(base, mode, n, c, body, duration=opts.duration,
+                                      pid=gw_pid if mode == "gateway" else None, upstream_pid=up_pid,
+                                      warmup=c if delay == 0 else 2, keep_samples=True)
+        samples = summary.pop("samples")
+        if c == 1:
+            summary.update(split_ttft(samples, get_json(f"{up_url}/_bench/stats")["timeline"]))
+        say(f"  {name:<22} C={c:<3} {summary['ok']:>5}/{summary['requests']:<5} ok  "
+            f"{summary['requests_per_s']:8.1f} req/s {summary['events_per_s']:9.0f} ev/s  "
+            f"TTFT p50 {summary['ttft_p50_ms']:7.2f} ms"
+            + (f"  CPU {summary['gateway_cpu_ms_per_request']:.2f} ms/req" if mode == "gateway" else "")
+            + f"  other {summary.get('unattributed_cpu_pct', float('nan')):.0f}%"
+            + (f"  [{summary['first_error']}]" if summary["first_error"] else ""))
+        return {"case": name, "mode": mode, "concurrency": c, "store": store, "tokens": tok, "delay_ms": delay,
+                **summary}
+
+    specs = [("direct (limit)", "upstream", c, None) for c in opts.concurrency_list]
+    specs += [(f"gateway store={'true' if store else 'false'}", "gateway", c, store)
+              for c in opts.concurrency_list for store in (False, True)]
+    runs: dict[int, list[dict]] = {i: [] for i in range(len(specs))}
+    post_json(f"{up_url}/_bench/config", {"tokens": opts.tokens, "delay_ms": 0.0,
+                                          "tokens_per_chunk": opts.tokens_per_chunk})
+    for r in range(opts.repeat):
+        if opts.repeat > 1:
+            say(f" round {r + 1}/{opts.repeat}")
+        for i, (name, mode, c, store) in enumerate(specs):
+            runs[i].append(await case(name, mode, c, opts.requests, store, 0.0, opts.tokens))
+    cases = []
+    for i in range(len(specs)):
+        # The median run (the lower one of an even count) among the runs that had the machine to themselves
+        # (little CPU went to anything else); among all runs when none did.
+        clean = [x for x in runs[i] if (x.get("unattributed_cpu_pct") or 0.0) <= CLEAN_OTHER_PCT]
+        ordered = sorted(clean or runs[i], key=lambda row: row["requests_per_s"])
+        row = dict(ordered[(len(ordered) - 1) // 2])
+        row["runs_requests_per_s"] = [x["requests_per_s"] for x in runs[i]]
+        row["clean_runs"] = len(clean)
+        row["kind"] = "throughput"
+        cases.append(row)
+    if opts.ttft_requests > 0:
+        post_json(f"{up_url}/_bench/config", {"tokens": opts.ttft_tokens, "delay_ms": opts.ttft_delay_ms})
+        for name, mode, store in (("ttft direct", "upstream", None), ("ttft gateway", "gateway", False)):
+            row = await case(f"{name} {opts.ttft_delay_ms:g}ms/tok", mode, 1, opts.ttft_requests, store,
+                             opts.ttft_delay_ms, opts.ttft_tokens)
+            row["runs_requests_per_s"] = [row["requests_per_s"]]
+            row["kind"] = "ttft"
+            cases.append(row)
+        post_json(f"{up_url}/_bench/config", {"tokens": opts.tokens, "delay_ms": 0.0})
+    if opts.paced_requests > 0:
+        # Tokens arriving one by one, as from a real model: the cost per token is then a wake-up, not a
+        # share of a batch. No target; it shows what the CPU figures become at a model's pace.
+        top = max(opts.concurrency_list)
+        post_json(f"{up_url}/_bench/config", {"tokens": opts.tokens, "delay_ms": opts.ttft_delay_ms})
+        for name, mode, store in (("paced direct", "upstream", None), ("paced gateway", "gateway", False)):
+            row = await case(f"{name} {opts.ttft_delay_ms:g}ms/tok", mode, top, opts.paced_requests, store,
+                             opts.ttft_delay_ms, opts.tokens)
+            row["runs_requests_per_s"] = [row["requests_per_s"]]
+            row["kind"] = "paced"
+            cases.append(row)
+        post_json(f"{up_url}/_bench/config", {"tokens": opts.tokens, "delay_ms": 0.0})
+    return cases
+
+
+def split_ttft(samples: list, timeline: list) -> dict:
+    """At C = 1 the upstream's last streams are these samples, in order. Its timeline (same clock) splits each
+    time to first token into: client → upstream (request sent until the upstream has parsed it), the
+    upstream's own wait until it writes the first token, and upstream → client (first token written until
+    the client has the first text delta)."""
+    if len(timeline) < len(samples) or not samples:
+        return {}
+    inbound, outbound = [], []
+    for s, (arrived, first) in zip(samples, timeline[-len(samples):], strict=True):
+        if s.ok and first is not None and s.ttft == s.ttft:
+            inbound.append(arrived - s.start)
+            outbound.append(s.start + s.ttft - first)
+    if not inbound or min(inbound) < 0:  # not the same clock, or not the same requests
+        return {}
+    out = {}
+    for name, values in (("to_upstream", inbound), ("from_upstream", outbound)):
+        for q in (50, 99):
+            out[f"{name}_p{q}_ms"] = load.percentile(values, q) * 1000.0
+    return out
+
+
+def wait_quiet(seconds: float, say, threshold: float = 25.0) -> float:
+    """Wait (bounded) until the machine is nearly idle; returns the busy % (of one core) last seen."""
+    deadline = time.monotonic() + seconds
+    while True:
+        t0, b0 = time.perf_counter(), load.machine_busy_seconds()
+        time.sleep(1.0)
+        busy = 100.0 * ((load.machine_busy_seconds() or 0) - (b0 or 0)) / (time.perf_counter() - t0)
+        if busy <= threshold or time.monotonic() >= deadline:
+            if busy > threshold:
+                say(f"warning: the machine is busy with other work ({busy:.0f}% of a core): figures will be low")
+            return busy
+        say(f"  waiting for a quiet machine ({busy:.0f}% of a core busy) ...")
+
+
+# -- targets (issue 7) ---------------------------------------------------------------------------------------
+
+def _find(cases: list[dict], mode: str, c: int | None = None, store: bool | None = None,
+          kind: str = "throughput") -> dict | None:
+    for row in cases:
+        if row["mode"] == mode and row["kind"] == kind and (c is None or row["concurrency"] == c) \
+                and (store is None or row["store"] == store):
+            return row
+    return None
+
+
+def targets(cases: list[dict], opts) -> list[dict]:
+    out = []
+    top = max(opts.concurrency_list)
+    note_c = "" if top == 64 else f" (C={top}: C=64 not run)"
+    note_tok = "" if opts.tokens == 256 else f" ({opts.tokens}-token responses, target is for 256)"
+
+    def add(name: str, value: float | None, limit: float, unit: str, higher_is_better: bool = False,
+            detail: str = "") -> None:
+        if value is None or value != value:
+            out.append({"target": name, "value": None, "limit": limit, "unit": unit, "result": "N/A",
+                        "detail": detail})
+            return
+        ok = value >= limit if higher_is_better else value <= limit
+        out.append({"target": name, "value": value, "limit": limit, "unit": unit,
+                    "result": "PASS" if ok else "MISS", "detail": detail})
+
+    direct, gw = _find(cases, "upstream", top), _find(cases, "gateway", top, False)
+    add(f"gateway events/s at C={top} vs direct", 100 * gw["events_per_s"] / direct["events_per_s"]
+        if direct and gw and direct["events_per_s"] else None, 25.0, "% of direct", True,
+        f"{gw['events_per_s']:.0f} vs {direct['events_per_s']:.0f} events/s{note_c}" if direct and gw else "")
+    d_ttft, g_ttft = _find(cases, "upstream", 1, None, "ttft"), _find(cases, "gateway", 1, False, "ttft")
+    for q, limit in ((50, 1.0), (99, 3.0)):
+        value = (g_ttft[f"ttft_p{q}_ms"] - d_ttft[f"ttft_p{q}_ms"]) if d_ttft and g_ttft else None
+        detail = f"{g_ttft[f'ttft_p{q}_ms']:.2f} vs {d_ttft[f'ttft_p{q}_ms']:.2f} ms" if value is not None else ""
+        if value is not None and f"to_upstream_p{q}_ms" in g_ttft and f"to_upstream_p{q}_ms" in d_ttft:
+            detail += (f"; added before the upstream "
+                       f"{g_ttft[f'to_upstream_p{q}_ms'] - d_ttft[f'to_upstream_p{q}_ms']:.2f} ms, after it "
+                       f"{g_ttft[f'from_upstream_p{q}_ms'] - d_ttft[f'from_upstream_p{q}_ms']:.2f} ms")
+        add(f"added TTFT p{q} at C=1, {opts.ttft_delay_ms:g} ms/token", value, limit, "ms", detail=detail)
+    cpu_rows = [r for r in cases if r["mode"] == "gateway" and r["kind"] == "throughput" and r["store"] is False]
+    worst = max(cpu_rows, key=lambda r: r["gateway_cpu_ms_per_request"], default=None)
+    add("gateway CPU per streamed response (worst C, store=false)",
+        worst["gateway_cpu_ms_per_request"] if worst else None, 4.0, "ms",
+        detail=(f"C={worst['concurrency']}; {worst['gateway_cpu_us_per_event']:.1f} µs/event" if worst else "")
+        + note_tok)
+    rss_rows = [r for r in cases if r["mode"] == "gateway" and r["concurrency"] == top and r["kind"] == "throughput"]
+    add(f"gateway peak RSS at C={top}", max((r["gateway_peak_rss_mib"] for r in rss_rows), default=None),
+        80.0, "MiB", detail=f"max of store=false/true{note_c}")
+    st = _find(cases, "gateway", top, True)
+    add(f"store=true throughput cost at C={top}",
+        100 * (1 - st["requests_per_s"] / gw["requests_per_s"]) if st and gw and gw["requests_per_s"] else None,
+        10.0, "%", detail=f"{st['requests_per_s']:.0f} vs {gw['requests_per_s']:.0f} req/s" if st and gw else "")
+    return out
+
+
+# -- reporting ------------------------------------------------------------------------------------------------
+
+def _n(v, fmt: str = ".1f") -> str:
+    return "–" if v is None or v != v else format(v, fmt)
+
+
+def table(cases: list[dict]) -> str:
+    head = ("| case | C | ok/req | req/s | events/s | TTFB p50 / p99 ms | TTFT p50 / p90 / p99 ms | "
+            "total p50 / p99 ms | gw CPU ms/req | gw µs/event | gw peak RSS MiB | upstream CPU % | "
+            "loadgen CPU % | other CPU % | client reads/req | clean runs |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in cases:
+        gw = r["mode"] == "gateway"
+        lines.append(
+            f"| {r['case']} | {r['concurrency']} | {r['ok']}/{r['requests']} | {_n(r['requests_per_s'])} | "
+            f"{_n(r['events_per_s'], '.0f')} | {_n(r['ttfb_p50_ms'], '.2f')} / {_n(r['ttfb_p99_ms'], '.2f')} | "
+            f"{_n(r['ttft_p50_ms'], '.2f')} / {_n(r['ttft_p90_ms'], '.2f')} / {_n(r['ttft_p99_ms'], '.2f')} | "
+            f"{_n(r['total_p50_ms'], '.1f')} / {_n(r['total_p99_ms'], '.1f')} | "
+            f"{_n(r.get('gateway_cpu_ms_per_request'), '.2f') if gw else '–'} | "
+            f"{_n(r.get('gateway_cpu_us_per_event'), '.1f') if gw else '–'} | "
+            f"{_n(r.get('gateway_peak_rss_mib'), '.1f') if gw else '–'} | "
+            f"{_n(r.get('upstream_cpu_pct'), '.0f')} | {_n(r['client_cpu_pct'], '.0f')} | "
+            f"{_n(r.get('unattributed_cpu_pct'), '.0f')} | {_n(r.get('reads_per_request'), '.0f')} | "
+            f"{r.get('clean_runs', '–')}/{len(r.get('runs_requests_per_s', ()))} |")
+    return "\n".join(lines)
+
+
+def targets_table(rows: list[dict]) -> str:
+    lines = ["| target | measured | limit | result | detail |", "|---|---|---|---|---|"]
+    for t in rows:
+        op = "≥" if "events/s" in t["target"] else "≤"
+        lines.append(f"| {t['target']} | {_n(t['value'], '.2f')} {t['unit']} | {op} {t['limit']:g} {t['unit']} | "
+                     f"**{t['result']}** | {t['detail']} |")
+    return "\n".join(lines)
+
+
+def markdown(meta: dict, cases: list[dict], tgts: list[dict], profile: dict | None) -> str:
+    m = meta["machine"]
+    o = meta["options"]
+    parts = [
+        f"# responses-gateway benchmark — {meta['started']}",
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, Linux {m['kernel']}, "
+        f"Python {m['python']}; gateway commit {m['commit']}, {o['workers']} worker(s); "
+        + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + ".",
+        "",
+        f"Upstream: fake Chat Completions (`bench/fake_upstream.py`), {o['tokens']} tokens per response, "
+        f"{o['tokens_per_chunk']} token(s) per chunk, no delay; TTFT cases {o['ttft_tokens']} tokens at "
+        f"{o['ttft_delay_ms']:g} ms/token. {o['requests']} requests per throughput case "
+        f"({o['ttft_requests']} per TTFT case); *paced* cases: {o['tokens']} tokens at {o['ttft_delay_ms']:g} "
+        f"ms/token at the top C, {o['paced_requests']} requests (no target: the cost per token when tokens "
+        "arrive one by one). Each case after an unrecorded warm-up round. Events are SSE frames "
+        "(`[DONE]` included). CPU and peak RSS are the gateway process's, over the recorded run only; CPU % "
+        "columns are percent of one core; *other CPU %* is machine-wide busy time not charged to the three "
+        f"processes (other work on the machine, kernel softirq). Throughput cases: median of {o['repeat']} "
+        f"interleaved run(s), among the *clean* ones (other CPU ≤ {CLEAN_OTHER_PCT:g}%) when there are any.",
+        "",
+        table(cases),
+        "",
+        "## Targets (issue 7)",
+        "",
+        targets_table(tgts),
+    ]
+    split = [r for r in cases if "to_upstream_p50_ms" in r]
+    if split:
+        parts += ["", "Time to first token at C = 1, split with the upstream's clock (same CLOCK_MONOTONIC): "
+                  "*to upstream* = request sent → upstream has parsed its request; *from upstream* = upstream "
+                  "wrote the first token → client has the first text delta.", "",
+                  "| case | TTFT p50 / p99 ms | to upstream p50 / p99 ms | from upstream p50 / p99 ms |",
+                  "|---|---|---|---|"]
+        parts += [f"| {r['case']} | {_n(r['ttft_p50_ms'], '.2f')} / {_n(r['ttft_p99_ms'], '.2f')} | "
+                  f"{_n(r['to_upstream_p50_ms'], '.2f')} / {_n(r['to_upstream_p99_ms'], '.2f')} | "
+                  f"{_n(r['from_upstream_p50_ms'], '.2f')} / {_n(r['from_upstream_p99_ms'], '.2f')} |"
+                  for r in split]
+    busy = [r.get("unattributed_cpu_pct") or 0.0 for r in cases]
+    if meta.get("load_before_start_pct") and meta["load_before_start_pct"] > 25:
+        parts[2:2] = [f"**Warning:** the machine was {meta['load_before_start_pct']:.0f}% busy (of one core) with "
+                      "other work when the run started.", ""]
+    if busy and max(busy) > 40:
+        parts[2:2] = [f"**Warning:** up to {max(busy):.0f}% of a core went to work outside the benchmark's processes "
+                      "during a case: other load shared the machine, so some figures are low.", ""]
+    if profile:
+        parts += ["", profile_markdown(profile)]
+    return "\n".join(parts) + "\n"
+
+
+# -- profiling (optional) -----------------------------------------------------------------------------------
+
+def find_py_spy() -> str | None:
+    here = Path(sys.executable).parent / "py-spy"
+    return str(here) if here.exists() else shutil.which("py-spy")
+
+
+def summarize_collapsed(text: str, top: int = 25) -> dict:
+    """py-spy `--format raw` (collapsed stacks: `frame;frame;… count`) → self and inclusive % per function."""
+    total = 0
+    self_: dict[str, int] = {}
+    incl: dict[str, int] = {}
+    area: dict[str, int] = {}
+    stages: dict[str, int] = {}
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        frames = [f for f in stack.split(";") if f and not f.startswith(("process ", "thread "))]
+        if not frames:
+            continue
+        total += n
+        leaf = frames[-1]
+        self_[leaf] = self_.get(leaf, 0) + n
+        for f in set(frames):
+            incl[f] = incl.get(f, 0) + n
+        area[_area(leaf)] = area.get(_area(leaf), 0) + n
+        stage = _stage(frames)
+        stages[stage] = stages.get(stage, 0) + n
+
+    def pct(d: dict) -> list[list]:
+        return [[k, round(100.0 * v / total, 1)] for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:top]]
+
+    # The chain every stack starts with (runpy, cli.main, uvicorn, asyncio.run) says nothing: leave it out.
+    root = max(incl.values(), default=0)
+    inner = {k: v for k, v in incl.items() if v < 0.97 * root}
+    return {"samples": total, "self": pct(self_) if total else [], "inclusive": pct(inner) if total else [],
+            "by_area_self": pct(area) if total else [], "stages": pct(stages) if total else []}
+
+
+# Stages of the gateway's path, for the breakdown: a sample goes to the first rule that matches, the
+# "anywhere on the stack" rules first, then the innermost frame that matches a "frame" rule.
+STACK_RULES = [
+    ("store (aiosqlite, sqlite3)", ("aiosqlite", "/store/", "sqlite3")),
+    ("per request: read + validate the request, open the upstream", ("create_response (",)),
+]
+FRAME_RULES = [
+    ("per event: SSE encode (sse.encode / encode_all, orjson.dumps)", ("encode_all (", "encode (responses_gateway/sse")),
+    ("per event: compose Responses events (Composer)", ("responses_gateway/composer.py",)),
+    ("per chunk: parse upstream chunks (ChunkParser, orjson.loads)", ("ChunkParser.", "_loads (responses_gateway")),
+    ("per read: SSE decode (SSEDecoder)", ("responses_gateway/sse.py",)),
+    ("per read: upstream HTTP client (aiohttp)", ("aiohttp/",)),
+    ("per batch: ASGI send (uvicorn send + starlette send wrappers)",
+     ("RequestResponseCycle.send", "_send (starlette", "sender (starlette")),
+    ("per batch: glue (pipeline.run, ChatStream, EventStreamResponse)",
+     ("responses_gateway/pipeline.py", "ChatStream.", "responses_gateway/api/streaming.py")),
+    ("HTTP server, routing, middleware (uvicorn, starlette)", ("uvicorn/", "starlette/")),
+    ("event loop and socket I/O (uvloop, in C)", ("asyncio/", "uvloop")),
+]
+
+
+def _stage(frames: list[str]) -> str:
+    for name, keys in STACK_RULES:
+        if any(k in f for f in frames for k in keys):
+            return name
+    for f in reversed(frames):
+        for name, keys in FRAME_RULES:
+            if any(k in f for k in keys):
+                return name
+    return "other"
+
+
+def _area(frame: str) -> str:
+    for key, name in (("responses_gateway", "gateway (src/)"), ("starlette", "starlette"),
+                      ("uvicorn", "uvicorn"), ("aiohttp", "aiohttp"), ("asyncio", "asyncio"),
+                      ("aiosqlite", "aiosqlite"), ("sqlite3", "sqlite3"), ("threading", "threading"),
+                      ("pydantic", "pydantic")):
+        if key in frame:
+            return name
+    return "other"
+
+
+def profile_markdown(p: dict) -> str:
+    lines = [f"## Profile: py-spy, gateway under load (C={p['concurrency']}, store=false, {p['seconds']:g} s, "
+             f"{p['samples']} non-idle samples, {p['requests_per_s']:.0f} req/s while sampling)", "",
+             f"Raw collapsed stacks: `{p['raw']}` (open in speedscope, or `flamegraph.pl`).", "",
+             "Self: samples whose innermost Python frame is the function (time in C code it calls — orjson, "
+             "uvloop's I/O, aiohttp's parser — counts as its caller's). Inclusive: samples with the function "
+             "anywhere on the stack (the start-up chain common to all samples left out).", "",
+             "| self % | function | | inclusive % | function |", "|---|---|---|---|---|"]
+    for i in range(max(len(p["self"]), len(p["inclusive"]))):
+        s = p["self"][i] if i < len(p["self"]) else ["", ""]
+        c = p["inclusive"][i] if i < len(p["inclusive"]) else ["", ""]
+        lines.append(f"| {s[1]} | `{s[0]}` | | {c[1]} | `{c[0]}` |")
+    lines += ["", "Self time by package: " + ", ".join(f"{k} {v}%" for k, v in p["by_area_self"]), "",
+              "Where the samples go, by stage of the path (each sample counted once):", "",
+              "| % of samples | stage |", "|---|---|"]
+    lines += [f"| {v} | {k} |" for k, v in p.get("stages", [])]
+    return "\n".join(lines)
+
+
+async def profile_gateway(opts, gw_url: str, gw_pid: int, out: Path, say) -> dict | None:
+    spy = find_py_spy()
+    if spy is None:
+        say("  py-spy not found (pip install py-spy): no profile")
+        return None
+    c = max(opts.concurrency_list)
+    argv = [spy, "record", "--pid", str(gw_pid), "--duration", str(int(opts.profile)), "--rate", "250",
+            "--format", "raw", "--nolineno", "--nonblocking", "-o", str(out)]
+    if opts.workers > 1:
+        argv.append("--subprocesses")
+    spy_proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    await asyncio.sleep(1.0)  # attach
+    body = load.request_body("gateway", store=False)
+    result = await load.run_load(gw_url, "gateway", 1_000_000, c, body, duration=opts.profile)
+    try:
+        _, err = await asyncio.to_thread(spy_proc.communicate, timeout=opts.profile + 30)
+    except subprocess.TimeoutExpired:
+        spy_proc.kill()
+        _, err = spy_proc.communicate()
+    if not out.exists():
+        say(f"  py-spy wrote no profile: {err.decode(errors='replace')[-500:]}")
+        return None
+    summary = summarize_collapsed(out.read_text(errors="replace"))
+    ok = sum(1 for s in result.samples if s.ok)
+    summary.update(concurrency=c, seconds=opts.profile, raw=str(out.relative_to(ROOT)) if out.is_relative_to(ROOT)
+                   else str(out), requests_per_s=ok / result.wall if result.wall else 0.0)
+    return summary
+
+
+# -- main ----------------------------------------------------------------------------------------------------
+
+def parse_args(argv: list[str] | None):
+    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="a few seconds: " + ", ".join(f"{k}={v}" for k, v in QUICK.items()))
+    p.add_argument("--requests", type=int, help=f"requests per throughput case [{FULL['requests']}]")
+    p.add_argument("--concurrency", help=f"comma-separated concurrency levels [{FULL['concurrency']}]")
+    p.add_argument("--tokens", type=int, help=f"content tokens per response [{FULL['tokens']}]")
+    p.add_argument("--tokens-per-chunk", type=int, default=1, help="tokens per upstream chunk [1]")
+    p.add_argument("--ttft-delay-ms", type=float, default=5.0, help="per-token delay of the TTFT cases [5]")
+    p.add_argument("--ttft-tokens", type=int, help=f"tokens per response in the TTFT cases [{FULL['ttft_tokens']}]")
+    p.add_argument("--ttft-requests", type=int, help=f"requests per TTFT case, 0 to skip [{FULL['ttft_requests']}]")
+    p.add_argument("--paced-requests", type=int,
+                   help=f"requests of the paced cases (top C, --ttft-delay-ms per token), 0 to skip "
+                        f"[{FULL['paced_requests']}]")
+    p.add_argument("--duration", type=float, help=f"no new request after this many s in a case [{FULL['duration']:g}]")
+    p.add_argument("--repeat", type=int, help=f"runs of each throughput case, interleaved; the median run is "
+                                              f"reported [{FULL['repeat']}]")
+    p.add_argument("--wait-quiet", type=float, metavar="SECONDS",
+                   help=f"wait up to this long for other load on the machine to stop [{FULL['wait_quiet']:g}]")
+    p.add_argument("--workers", type=int, default=1, help="gateway worker processes (serve --workers) [1]")
+    p.add_argument("--profile", type=float, default=0.0, metavar="SECONDS",
+                   help="after the cases, sample the gateway with py-spy for this long under load at the top C")
+    p.add_argument("--results-dir", type=Path, default=RESULTS, help="where the .md and .json go [bench/results]")
+    p.add_argument("--gateway-src", metavar="DIR",
+                   help="run the gateway from this src/ directory (e.g. a git worktree of another commit) "
+                        "instead of the installed package")
+    opts = p.parse_args(argv)
+    base = QUICK if opts.quick else FULL
+    for key, value in base.items():
+        if getattr(opts, key) is None:
+            setattr(opts, key, value)
+    opts.concurrency_list = [int(x) for x in str(opts.concurrency).split(",") if x.strip()]
+    if not opts.concurrency_list or min(opts.concurrency_list) < 1 or opts.requests < 1 or opts.repeat < 1:
+        p.error("--concurrency needs positive integers, --requests and --repeat at least 1")
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_args(argv)
+    started = dt.datetime.now(dt.UTC)
+    stamp = started.strftime("%Y%m%d-%H%M%S")
+    opts.results_dir.mkdir(parents=True, exist_ok=True)
+
+    def say(msg: str) -> None:
+        print(msg, flush=True)
+
+    meta = {"started": started.strftime("%Y-%m-%d %H:%M:%S UTC"), "machine": machine(),
+            "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(opts).items()}}
+    if opts.gateway_src:
+        meta["machine"]["commit"] = f"src from {opts.gateway_src}"
+    meta["load_before_start_pct"] = wait_quiet(opts.wait_quiet, say) if opts.wait_quiet > 0 else None
+    say(f"bench: {meta['machine']['cpu']}, {meta['machine']['cores']} cores, gateway {meta['machine']['commit']}")
+    with tempfile.TemporaryDirectory(prefix="rg-bench-") as tmp:
+        tmpdir = Path(tmp)
+        env = clean_env()
+        up = Proc("upstream", [sys.executable, "-m", "bench.fake_upstream", "--port", "0",
+                               "--tokens", str(opts.tokens), "--tokens-per-chunk", str(opts.tokens_per_chunk)],
+                  tmpdir, env, capture_stdout=True)
+        gw = None
+        try:
+            line = up.first_line(timeout=20)
+            up_url = line.split()[-2].removesuffix("/v1")  # "... listening on http://127.0.0.1:PORT/v1 pid=N"
+            wait_http(f"{up_url}/health", up)
+            port = free_port()
+            gw_argv = [sys.executable, "-m", "responses_gateway", "serve", "--upstream", f"{up_url}/v1",
+                       "--host", "127.0.0.1", "--port", str(port), "--db", str(tmpdir / "responses.db"),
+                       "--log-level", "warning", "--workers", str(opts.workers)]
+            gw = Proc("gateway", gw_argv, tmpdir, clean_env(opts.gateway_src))
+            gw_url = f"http://127.0.0.1:{port}"
+            wait_http(f"{gw_url}/health", gw, timeout=60)
+            if opts.workers > 1:
+                time.sleep(1.0)  # every worker up
+            say(f"upstream pid {up.pid} at {up_url}; gateway pid {gw.pid} at {gw_url} ({opts.workers} worker(s))")
+            try:
+                import uvloop
+                runner = uvloop.run
+            except ImportError:
+                runner = asyncio.run
+
+            async def everything():
+                cases = await run_cases(opts, up_url, up.pid, gw_url, gw.pid, say)
+                prof = None
+                if opts.profile > 0:
+                    say(f"profiling the gateway for {opts.profile:g} s ...")
+                    prof = await profile_gateway(opts, gw_url, gw.pid, opts.results_dir / f"{stamp}-profile.txt",
+                                                 say)
+                return cases, prof
+
+            cases, prof = runner(everything())
+        finally:
+            if gw is not None:
+                gw.stop()
+            up.stop()
+    tgts = targets(cases, opts)
+    report = {"meta": meta, "cases": cases, "targets": tgts, "profile": prof}
+    md = markdown(meta, cases, tgts, prof)
+    md_path = opts.results_dir / f"{stamp}.md"
+    json_path = opts.results_dir / f"{stamp}.json"
+    md_path.write_text(md)
+    json_path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+    say("")
+    say(md)
+    say(f"wrote {md_path} and {json_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

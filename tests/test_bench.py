@@ -1,0 +1,99 @@
+"""The benchmark harness runs end to end, so it cannot rot. Nothing here is timed: speed lives in bench/results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RG_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def test_bench_runs_end_to_end(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--quick", "--requests", "8", "--concurrency", "1,2",
+         "--ttft-requests", "3", "--results-dir", str(tmp_path)],
+        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    mds = list(tmp_path.glob("*.md"))
+    jsons = [p for p in tmp_path.glob("*.json")]
+    assert len(mds) == 1 and len(jsons) == 1, list(tmp_path.iterdir())
+    report = json.loads(jsons[0].read_text())
+    cases = report["cases"]
+    # direct and gateway (store false/true) at each C, the two TTFT cases, the two paced cases
+    assert len(cases) == 2 + 4 + 2 + 2
+    assert [c["kind"] for c in cases].count("paced") == 2
+    for case in cases:
+        expected = 3 if case["kind"] == "ttft" else 8
+        assert case["requests"] == expected and case["ok"] == expected, case
+        assert case["events"] > 0 and case["events_per_request"] > case["tokens"], case
+        assert case["bytes"] > 0 and case["requests_per_s"] > 0, case
+        assert case["ttft_p50_ms"] is not None and case["ttft_p50_ms"] > 0, case
+        if case["mode"] == "gateway":
+            assert case["gateway_cpu_s"] > 0 and case["gateway_peak_rss_mib"] > 0, case
+    assert {c["store"] for c in cases if c["mode"] == "gateway"} == {False, True}
+    assert [t["result"] for t in report["targets"]] and all(
+        t["result"] in ("PASS", "MISS") for t in report["targets"])
+    md = mds[0].read_text()
+    assert "| gateway store=true | 2 | 8/8 |" in md and "## Targets" in md
+    assert "PASS" in out.stdout or "MISS" in out.stdout
+
+
+def _sse_frames(body: bytes) -> list[bytes]:
+    return [f[len(b"data: "):] for f in body.split(b"\n\n") if f.startswith(b"data: ")]
+
+
+@pytest.fixture
+def fake_upstream():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.fake_upstream", "--port", "0", "--tokens", "6", "--tokens-per-chunk", "2",
+         "--reasoning-tokens", "2", "--tool-calls", "1", "--tool-arg-chunks", "3"],
+        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = proc.stdout.readline().decode()
+        assert "listening on" in line, line + proc.stderr.read().decode()
+        yield line.split()[-2]  # http://127.0.0.1:PORT/v1
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_fake_upstream_speaks_chat_completions(fake_upstream):
+    import httpx
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True,
+            "stream_options": {"include_usage": True}}
+    resp = httpx.post(f"{fake_upstream}/chat/completions", json=body, timeout=10)
+    assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream")
+    frames = _sse_frames(resp.content)
+    assert frames[-1] == b"[DONE]"
+    chunks = [orjson.loads(f) for f in frames[:-1]]
+    assert len({c["id"] for c in chunks}) == 1 and chunks[0]["id"].startswith("chatcmpl-")
+    assert all(c["object"] == "chat.completion.chunk" and c["model"] == "m" for c in chunks)
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert deltas[0] == {"role": "assistant", "content": ""}
+    assert "".join(d.get("reasoning_content", "") for d in deltas)
+    assert len([d for d in deltas if d.get("content")]) == 3  # 6 tokens, 2 per chunk
+    args = "".join(tc["function"]["arguments"] for d in deltas for tc in d.get("tool_calls", ()))
+    assert json.loads(args)["city"] == "Paris"
+    assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] > 0
+
+    # max_tokens cuts the answer with finish_reason "length"; without stream, one chat.completion
+    short = httpx.post(f"{fake_upstream}/chat/completions", json={**body, "stream": False, "max_tokens": 2},
+                       timeout=10).json()
+    assert short["object"] == "chat.completion" and short["choices"][0]["finish_reason"] == "length"
