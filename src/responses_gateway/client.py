@@ -365,8 +365,8 @@ class Accumulator:
 
     # -- frames and ordering -----------------------------------------------------------------------------
 
-    def _frame(self, name: str | None, data: str, out: list[Event]) -> None:
-        if data.strip() == "[DONE]":
+    def _frame(self, name: str | None, data: bytes, out: list[Event]) -> None:
+        if data.strip() == b"[DONE]":
             self.saw_done_marker = True
             for ev in self._reorder.drain():
                 self._apply(ev, out)
@@ -376,7 +376,7 @@ class Accumulator:
         except orjson.JSONDecodeError:
             obj = None
         if not isinstance(obj, dict):  # exposed with an empty type: it could be anything
-            ev = Event("", {"event": name, "data": data}, known=False)
+            ev = Event("", {"event": name, "data": data.decode(errors="replace")}, known=False)
             self.unknown.append(ev)
             out.append(ev)
             return

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from . import metrics
 from .composer import Composer
 from .generation import UpstreamError
-from .tools.loop import MCPLoop
 from .upstreams.base import EventStream
+
+if TYPE_CHECKING:  # the MCP SDK costs ~25 MiB and 0.6 s to import: only requests with MCP tools pay it
+    from .tools.loop import MCPLoop
 
 log = logging.getLogger("responses_gateway.pipeline")
 

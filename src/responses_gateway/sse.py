@@ -19,6 +19,8 @@ def encode_all(events: list[dict]) -> bytes:
 class SSEDecoder:
     """Feeds on arbitrary byte chunks; yields (event, data) for each complete frame.
 
+    `data` stays bytes: it goes straight to orjson, with no str made per upstream chunk.
+
     Tolerates CRLF or LF line ends, comments, frames split anywhere, several `data:` lines in one frame
     and missing spaces after the colon.
     """
@@ -28,11 +30,11 @@ class SSEDecoder:
     def __init__(self) -> None:
         self._buf = b""
 
-    def feed(self, chunk: bytes) -> list[tuple[str | None, str]]:
+    def feed(self, chunk: bytes) -> list[tuple[str | None, bytes]]:
         buf = self._buf + chunk if self._buf else chunk
         if b"\r" in buf:
             buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        frames: list[tuple[str | None, str]] = []
+        frames: list[tuple[str | None, bytes]] = []
         start = 0
         while True:
             end = buf.find(b"\n\n", start)
@@ -45,18 +47,18 @@ class SSEDecoder:
         self._buf = buf[start:]
         return frames
 
-    def flush(self) -> list[tuple[str | None, str]]:
+    def flush(self) -> list[tuple[str | None, bytes]]:
         """A final frame that the upstream did not terminate with a blank line."""
         rest, self._buf = self._buf, b""
         frame = _parse(rest.strip(b"\n")) if rest.strip() else None
         return [frame] if frame is not None else []
 
 
-def _parse(block: bytes) -> tuple[str | None, str] | None:
+def _parse(block: bytes) -> tuple[str | None, bytes] | None:
     if block.startswith(b"data: ") and b"\n" not in block:  # the common case: one data line
-        return None, block[6:].decode()
+        return None, block[6:]
     event = None
-    data: list[str] = []
+    data: list[bytes] = []
     for line in block.split(b"\n"):
         if not line or line.startswith(b":"):
             continue
@@ -64,9 +66,9 @@ def _parse(block: bytes) -> tuple[str | None, str] | None:
         if value.startswith(b" "):
             value = value[1:]
         if name == b"data":
-            data.append(value.decode())
+            data.append(value)
         elif name == b"event":
             event = value.decode()
     if not data and event is None:
         return None
-    return event, "\n".join(data)
+    return event, b"\n".join(data)

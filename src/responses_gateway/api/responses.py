@@ -15,7 +15,6 @@ from ..protocol.response import skeleton
 from ..protocol.tools import normalize_tools
 from ..state import resolve
 from ..tools.history import lower_mcp
-from ..tools.loop import MCPLoop
 from ..upstreams.base import Call
 from .errors import APIError, error_response
 from .streaming import EventStreamResponse
@@ -60,6 +59,8 @@ async def create_response(request: Request) -> Response:
     )
     loop = stream = None
     if tools.mcp:  # tools are listed inside the stream first, so every step opens inside it
+        from ..tools.loop import MCPLoop
+
         loop = MCPLoop(call, history, upstream, allow_hosts=settings.mcp_hosts(), timeout=settings.mcp_timeout,
                        max_rounds=settings.max_tool_rounds)
     else:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sqlite3
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -173,83 +175,85 @@ class SQLStore:
 
 
 class _SQLite:
-    """aiosqlite keeps sqlite3 off the event loop. WAL lets readers run beside the single writer, and the
-    busy timeout lets several worker processes on one host share the file."""
+    """sqlite3 on its own threads, off the event loop: one writer thread (SQLite has one writer anyway) and
+    one reader thread (WAL lets it read beside the writer). A whole transaction is one trip to the writer
+    thread. The busy timeout lets several worker processes on one host share the file."""
 
     def __init__(self, path: Path):
         self.path = path
         self.label = f"sqlite:{path}"
-        self.writer = None
-        self.reader = None
-        self.lock = asyncio.Lock()
+        self.writer = ThreadPoolExecutor(1, thread_name_prefix="rg-sqlite-write")
+        self.reader = ThreadPoolExecutor(1, thread_name_prefix="rg-sqlite-read")
+        self.wconn: sqlite3.Connection | None = None
+        self.rconn: sqlite3.Connection | None = None
 
-    async def _open(self):
-        import aiosqlite
-
-        conn = await aiosqlite.connect(self.path, isolation_level=None)
-        await conn.execute("PRAGMA busy_timeout = 10000")
-        await conn.execute("PRAGMA journal_mode = WAL")
-        await conn.execute("PRAGMA synchronous = NORMAL")
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout = 10000")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
         return conn
+
+    async def _on(self, pool: ThreadPoolExecutor, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
 
     async def connect(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.writer = await self._open()
-        self.reader = await self._open()
+        self.wconn = await self._on(self.writer, self._open)
+        self.rconn = await self._on(self.reader, self._open)
 
     async def close(self) -> None:
-        for conn in (self.writer, self.reader):
+        for pool, conn in ((self.writer, self.wconn), (self.reader, self.rconn)):
             if conn is not None:
-                await conn.close()
-        self.writer = self.reader = None
+                await self._on(pool, conn.close)
+            pool.shutdown(wait=False)
+        self.wconn = self.rconn = None
 
-    async def migrate(self, migrations: list[list[str]]) -> int:
-        async with self.lock:
-            conn = self.writer
-            await conn.execute("BEGIN IMMEDIATE")
-            try:
-                await conn.execute("CREATE TABLE IF NOT EXISTS rg_schema (version INTEGER NOT NULL)")
-                async with conn.execute("SELECT max(version) FROM rg_schema") as cur:
-                    current = (await cur.fetchone())[0] or 0
-                for version, statements in enumerate(migrations, start=1):
-                    if version > current:
-                        for sql in statements:
-                            await conn.execute(sql)
-                        await conn.execute("INSERT INTO rg_schema (version) VALUES (?)", (version,))
-                await conn.execute("COMMIT")
-            except BaseException:
-                await conn.execute("ROLLBACK")
-                raise
-        return len(migrations)
-
-    async def write(self, statements: list[tuple[str, list]], count_last: bool = False) -> int:
+    def _transaction(self, statements: list[tuple[str, list]]) -> int:
+        conn = self.wconn
         count = 0
-        async with self.lock:
-            conn = self.writer
-            await conn.execute("BEGIN IMMEDIATE")
-            try:
-                for sql, rows in statements:
-                    if rows:
-                        cur = await conn.executemany(sql, rows)
-                        count = cur.rowcount
-                await conn.execute("COMMIT")
-            except BaseException:
-                await conn.execute("ROLLBACK")
-                raise
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, rows in statements:
+                if rows:
+                    count = conn.executemany(sql, rows).rowcount
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
         return count
 
+    def _migrate(self, migrations: list[list[str]]) -> int:
+        conn = self.wconn
+        conn.execute("BEGIN IMMEDIATE")  # one migrator at a time, across processes too
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS rg_schema (version INTEGER NOT NULL)")
+            current = conn.execute("SELECT max(version) FROM rg_schema").fetchone()[0] or 0
+            for version, statements in enumerate(migrations, start=1):
+                if version > current:
+                    for sql in statements:
+                        conn.execute(sql)
+                    conn.execute("INSERT INTO rg_schema (version) VALUES (?)", (version,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return len(migrations)
+
+    async def migrate(self, migrations: list[list[str]]) -> int:
+        return await self._on(self.writer, self._migrate, migrations)
+
+    async def write(self, statements: list[tuple[str, list]], count_last: bool = False) -> int:
+        return await self._on(self.writer, self._transaction, statements)
+
     async def execute_count(self, sql: str, args: tuple) -> int:
-        async with self.lock:
-            cur = await self.writer.execute(sql, args)
-            return cur.rowcount
+        return await self._on(self.writer, lambda: self.wconn.execute(sql, args).rowcount)
 
     async def fetchone(self, sql: str, args: tuple):
-        async with self.reader.execute(sql, args) as cur:
-            return await cur.fetchone()
+        return await self._on(self.reader, lambda: self.rconn.execute(sql, args).fetchone())
 
     async def fetchall(self, sql: str, args: tuple):
-        async with self.reader.execute(sql, args) as cur:
-            return await cur.fetchall()
+        return await self._on(self.reader, lambda: self.rconn.execute(sql, args).fetchall())
 
 
 def _pg(sql: str) -> str:

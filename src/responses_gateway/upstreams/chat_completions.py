@@ -261,7 +261,7 @@ class ChunkParser:
             return batch  # nothing after [DONE] counts
         try:
             for _event, data in frames:
-                if data == "[DONE]":
+                if data == b"[DONE]":
                     self.done = True
                     self._end_calls(batch)
                     break
