@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import sqlite3
 import time
@@ -81,7 +82,8 @@ def open_store(url: str | None, retention_days: float = 30.0) -> SQLStore:
 class SQLStore:
     def __init__(self, engine, retention_days: float):
         self.engine = engine
-        self.retention = int(retention_days * 86400)
+        # whole seconds, rounded up: even a tiny retention keeps a response past the second it was made in
+        self.retention = max(2, math.ceil(retention_days * 86400))
         self.label = engine.label
 
     async def open(self) -> None:
