@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 import httpx
+from openai.types.responses import Response, ResponseStreamEvent
+from pydantic import TypeAdapter
 
 from tests.support.schema import validate_event, validate_response
 from tests.support.stream_check import check_stream
+
+# The official openai SDK's own models, validated strictly: what its typed clients will parse. One
+# deliberate difference: OpenAI's endpoint itself puts `context_length_exceeded` in `response.error.code`
+# (recordings/openai_responses/error-context_length_exceeded-stream.yaml), outside the SDK's enum.
+SDK_EVENT = TypeAdapter(ResponseStreamEvent)
+
+
+def sdk_validate(event: dict) -> None:
+    error = (event.get("response") or {}).get("error") or {}
+    if error.get("code") == "context_length_exceeded":
+        event = {**event, "response": {**event["response"], "error": {**error, "code": "invalid_prompt"}}}
+    assert SDK_EVENT.validate_python(event).type == event["type"]
 
 
 def stream(http: httpx.Client, body: dict):
@@ -16,6 +30,7 @@ def stream(http: httpx.Client, body: dict):
     result = check_stream(resp.content, require_done=True)
     for event in result.events:
         validate_event(event)
+        sdk_validate(event)
     validate_response(result.response)
     return result
 
@@ -25,6 +40,7 @@ def create(http: httpx.Client, body: dict) -> dict:
     assert resp.status_code == 200, resp.text
     obj = resp.json()
     validate_response(obj)
+    Response.model_validate(obj)
     return obj
 
 

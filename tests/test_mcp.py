@@ -10,12 +10,13 @@ import openai
 import pytest
 
 from responses_gateway.config import Settings
-from tests.helpers import stream
+from tests import helpers
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
 from tests.support.mcp_server import MCPTestServer
 from tests.support.server import GatewayServer
 
 SECRET = "Bearer mcp-secret-token-42"
+stream = helpers.stream  # checker, spec schemas and the openai SDK's own models on every event
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +162,19 @@ def test_never_for_some_tools(http, upstream, mcp_server):
     assert [i["type"] for i in result.response["output"]] == ["mcp_list_tools", "mcp_call", "message"]
 
 
+def test_two_servers_in_one_request(http, upstream, mcp_server):
+    second = {**mcp_tool(mcp_server), "server_label": "calc2", "allowed_tools": ["echo"]}
+    upstream.enqueue(tool_calls_stream([call("add", {"a": 1, "b": 2}, "c1"),
+                                        ("c2", "calc2__echo", [json.dumps({"text": "two"})])]))
+    upstream.enqueue(text_stream(["3 and two"]))
+    result = stream(http, {"model": "m", "input": "x", "tools": [mcp_tool(mcp_server), second]})
+    out = result.response["output"]
+    assert [(i["type"], i["server_label"]) for i in out[:4]] == [
+        ("mcp_list_tools", "calc"), ("mcp_list_tools", "calc2"), ("mcp_call", "calc"), ("mcp_call", "calc2")]
+    assert [i.get("output") for i in out[2:4]] == ["3", "two"]
+    assert [t["name"] for t in out[1]["tools"]] == ["echo"]
+
+
 def test_server_unreachable(http, upstream):
     upstream.enqueue(text_stream(["I could not reach the tools."]))
     tool = {"type": "mcp", "server_label": "gone", "server_url": "http://127.0.0.1:9/mcp", "require_approval": "never"}
@@ -189,7 +203,9 @@ def test_tool_error_and_timeout(http, upstream, mcp_server):
     result = stream(http, {"model": "m", "input": "x", "tools": [mcp_tool(mcp_server)]})
     calls = [i for i in result.response["output"] if i["type"] == "mcp_call"]
     assert [c["status"] for c in calls] == ["failed", "failed"]
-    assert "kaboom" in calls[0]["error"] and "timed out" in calls[1]["error"]
+    assert calls[0]["error"]["type"] == "mcp_tool_execution_error"
+    assert "kaboom" in calls[0]["error"]["content"][0]["text"]
+    assert calls[1]["error"]["type"] == "mcp_protocol_error" and "timed out" in calls[1]["error"]["message"]
     assert result.types.count("response.mcp_call.failed") == 2
     tool_messages = [m["content"] for m in upstream.requests[1].body["messages"] if m["role"] == "tool"]
     assert tool_messages[0].startswith("Error: ") and "timed out" in tool_messages[1]
@@ -208,7 +224,7 @@ def test_max_tool_calls(http, upstream, mcp_server):
     result = stream(http, {"model": "m", "input": "x", "tools": [mcp_tool(mcp_server)], "max_tool_calls": 1})
     calls = [i for i in result.response["output"] if i["type"] == "mcp_call"]
     assert [c["status"] for c in calls] == ["completed", "failed"]
-    assert "max_tool_calls" in calls[1]["error"]
+    assert "max_tool_calls" in calls[1]["error"]["message"]
     assert "tools" not in upstream.requests[1].body  # spent: the model must answer now
     assert result.response["max_tool_calls"] == 1
 
@@ -218,7 +234,7 @@ def test_round_cap_stops_a_runaway_loop(http, upstream, mcp_server):
         upstream.enqueue(tool_calls_stream([call("echo", {"text": str(i)}, f"c{i}")]))
     result = stream(http, {"model": "m", "input": "loop", "tools": [mcp_tool(mcp_server)]})
     assert result.terminal["type"] == "response.incomplete"
-    assert result.response["incomplete_details"] == {"reason": "max_tool_rounds"}
+    assert result.response["incomplete_details"] == {"reason": "max_messages"}
     assert len(upstream.requests) == 3
 
 

@@ -36,7 +36,7 @@ def test_text(http, upstream):
     assert out[0]["content"][0]["text"] == "Hello world"
     assert out[0]["status"] == "completed"
     assert result.response["usage"] == {
-        "input_tokens": 11, "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens": 11, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 14,
     }
     assert result.response["completed_at"] is not None

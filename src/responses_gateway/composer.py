@@ -17,6 +17,24 @@ from .protocol.reasoning import seal
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
+# `response.error.code` is a closed set in OpenAI's API (the SDKs type it so); the precise code stays on
+# the `error` event. OpenAI itself also sends context_length_exceeded there.
+RESPONSE_ERROR_CODES = {
+    "server_error", "rate_limit_exceeded", "invalid_prompt", "context_length_exceeded", "vector_store_timeout",
+    "invalid_image", "invalid_image_format", "invalid_base64_image", "invalid_image_url", "image_too_large",
+    "image_too_small", "image_parse_error", "image_content_policy_violation", "invalid_image_mode",
+    "image_file_too_large", "unsupported_image_media_type", "empty_image_file", "failed_to_download_image",
+    "image_file_not_found",
+}
+
+
+def response_error_code(code: str | None) -> str:
+    if code in RESPONSE_ERROR_CODES:
+        return code
+    if code in ("rate_limit_error", "requests", "tokens"):
+        return "rate_limit_exceeded"
+    return "server_error"
+
 
 class _Item:
     """An open output item: its dict (as in the final output) and the buffer of its current part."""
@@ -118,7 +136,7 @@ class Composer:
         # OpenAI nests the error; the openai SDKs read the top-level copies. Both are sent.
         out.append({"type": "error", "sequence_number": self._next(), "code": code, "message": message,
                     "param": param, "error": error})
-        self._terminal(out, "failed", error={"code": code or "server_error", "message": message})
+        self._terminal(out, "failed", error={"code": response_error_code(code), "message": message})
         return out
 
     @property
@@ -135,7 +153,10 @@ class Composer:
         pending, self.pending = self.pending, []
         return pending
 
-    def mcp_result(self, call: _Item, output: str | None, error: str | None) -> list[dict]:
+    def mcp_result(self, call: _Item, output: str | None, error: str | dict | None) -> list[dict]:
+        """`error`: a message (the gateway could not run the call) or OpenAI's error object as given."""
+        if isinstance(error, str):
+            error = {"type": "mcp_protocol_error", "code": -32000, "message": error}
         item = call.item
         ok = error is None
         item["output"] = output
@@ -185,11 +206,13 @@ class Composer:
         """Usage of every upstream step, added up."""
         u = self.usage
         if u is None:
-            u = self.usage = {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0},
+            # cache_write_tokens: the openai SDK (3.x) requires it beside cached_tokens
+            u = self.usage = {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
                               "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
                               "total_tokens": 0}
         u["input_tokens"] += ev.input_tokens
         u["input_tokens_details"]["cached_tokens"] += ev.cached_tokens
+        u["input_tokens_details"]["cache_write_tokens"] += ev.cache_write_tokens
         u["output_tokens"] += ev.output_tokens
         u["output_tokens_details"]["reasoning_tokens"] += ev.reasoning_tokens
         u["total_tokens"] += ev.input_tokens + ev.output_tokens

@@ -66,14 +66,15 @@ class ItemEnd:
 
 
 class Usage:
-    __slots__ = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
+    __slots__ = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "cache_write_tokens")
 
     def __init__(self, input_tokens: int = 0, output_tokens: int = 0, cached_tokens: int = 0,
-                 reasoning_tokens: int = 0):
+                 reasoning_tokens: int = 0, cache_write_tokens: int = 0):
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
         self.cached_tokens = cached_tokens
         self.reasoning_tokens = reasoning_tokens
+        self.cache_write_tokens = cache_write_tokens
 
 
 class Finish:

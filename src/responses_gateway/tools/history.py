@@ -21,7 +21,7 @@ def lower_mcp(items: list[dict]) -> list[dict]:
         kind = item["type"]
         if kind == "mcp_call":
             error = item.get("error")
-            call, result = _pair(item, f"Error: {error}" if error else (item.get("output") or ""))
+            call, result = _pair(item, f"Error: {error_text(error)}" if error else (item.get("output") or ""))
         elif kind == "mcp_approval_request" and item.get("id") in declined:
             call, result = _pair(item, DECLINED)
         elif kind in ("mcp_list_tools", "mcp_approval_request", "mcp_approval_response"):
@@ -38,6 +38,18 @@ def lower_mcp(items: list[dict]) -> list[dict]:
 
 
 CALLS = ("function_call", "custom_tool_call", "tool_search_call")
+
+
+def error_text(error) -> str:
+    """An mcp_call error as words: a string (older shape), or OpenAI's error object."""
+    if isinstance(error, dict):
+        if error.get("message"):
+            return str(error["message"])
+        content = error.get("content")
+        if isinstance(content, list):
+            return "".join(str(c.get("text", "")) for c in content if isinstance(c, dict)) or "the tool failed"
+        return str(content or "the tool failed")
+    return str(error)
 
 
 def _pair(item: dict, output: str) -> tuple[dict, dict]:

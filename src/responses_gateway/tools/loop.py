@@ -5,7 +5,7 @@ chain, as OpenAI does) and run the calls the client approved. After each step: r
 made, hand the results back, and call the upstream again — until the model answers in text or calls a
 client tool (which ends the response for the client), `max_tool_calls` is spent (further MCP tools are
 withdrawn so the model must answer), or the round cap stops a runaway loop (`response.incomplete`,
-reason `max_tool_rounds`). Every event still comes from the one composer.
+reason `max_messages`, as OpenAI names an agent loop cut short). Every event still comes from the one composer.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class MCPLoop:
             return  # the client has calls of its own to run: the response ends here
         self.rounds += 1
         if self.rounds >= self.max_rounds:
-            self.incomplete = "max_tool_rounds"
+            self.incomplete = "max_messages"
             return
         if self.max_calls is not None and self.calls_made >= self.max_calls:
             self._withdraw()
@@ -137,7 +137,10 @@ class MCPLoop:
             text, is_error = await session.call_tool(item["name"], arguments, timeout=self.timeout)
         except (MCPError, ValueError) as exc:
             return composer.mcp_result(call, None, str(exc))
-        return composer.mcp_result(call, None if is_error else text, text if is_error else None)
+        if is_error:  # the tool ran and reported a failure
+            return composer.mcp_result(call, None, {"type": "mcp_tool_execution_error",
+                                                    "content": [{"type": "text", "text": text}]})
+        return composer.mcp_result(call, text, None)
 
     async def _session(self, server: MCPServer) -> MCPSession:
         if server.label in self.unusable:

@@ -281,7 +281,8 @@ class EventParser:
             self.stopped = True
             if self.usage_seen:
                 batch.append(g.Usage(self.input_tokens + self.cache_read + self.cache_creation,
-                                     self.output_tokens, self.cache_read))
+                                     self.output_tokens, self.cache_read,
+                                     cache_write_tokens=self.cache_creation))
         elif kind == "error":
             err = obj.get("error")
             err = err if isinstance(err, dict) else {"message": str(err)}

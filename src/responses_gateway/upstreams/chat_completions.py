@@ -367,9 +367,10 @@ class ChunkParser:
 def _usage(u: dict) -> g.Usage:
     prompt = u.get("prompt_tokens") or 0
     completion = u.get("completion_tokens") or 0
-    cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    details = u.get("prompt_tokens_details") or {}
     reasoning = (u.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-    return g.Usage(prompt, completion, cached, reasoning)
+    return g.Usage(prompt, completion, details.get("cached_tokens") or 0, reasoning,
+                   details.get("cache_write_tokens") or 0)
 
 
 def _logprobs(lp: dict) -> list:

@@ -494,6 +494,7 @@ def _upstream_error(error: dict) -> g.UpstreamError:
 
 
 def _usage(u: dict) -> g.Usage:
-    cached = (u.get("input_tokens_details") or {}).get("cached_tokens") or 0
+    details = u.get("input_tokens_details") or {}
     reasoning = (u.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
-    return g.Usage(u.get("input_tokens") or 0, u.get("output_tokens") or 0, cached, reasoning)
+    return g.Usage(u.get("input_tokens") or 0, u.get("output_tokens") or 0, details.get("cached_tokens") or 0,
+                   reasoning, details.get("cache_write_tokens") or 0)
