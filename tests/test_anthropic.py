@@ -143,8 +143,15 @@ def test_thinking_with_signature_then_text(http, fake, include):
     assert [i["type"] for i in out] == ["reasoning", "message"]
     assert out[0]["content"] == [{"type": "reasoning_text", "text": "Let me think."}]
     assert out[1]["content"][0]["text"] == "Paris."
-    # the signature is kept whether or not the client asked for encrypted content: it is needed to go back
-    assert unseal(out[0]["encrypted_content"]) == ("Let me think.", SIG1)
+    # the signature is always stored (a later turn needs it) but shown only to clients that ask, as OpenAI does
+    if include:
+        assert unseal(out[0]["encrypted_content"]) == ("Let me think.", SIG1)
+    else:
+        assert "encrypted_content" not in out[0]
+    stored = http.get(f"/v1/responses/{result.response['id']}", params={"include": "reasoning.encrypted_content"})
+    assert unseal(stored.json()["output"][0]["encrypted_content"]) == ("Let me think.", SIG1)
+    plain = http.get(f"/v1/responses/{result.response['id']}").json()
+    assert "encrypted_content" not in plain["output"][0]
     assert "response.reasoning_text.delta" in result.types
     assert fake.requests[0].body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert fake.requests[0].body["max_tokens"] == 2048  # the route's 1024 for the answer, on top of the budget
@@ -153,7 +160,8 @@ def test_thinking_with_signature_then_text(http, fake, include):
 def test_redacted_thinking(http, fake):
     fake.enqueue(message_stream(redacted_block(0, "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT"),
                                 text_block(1, ["Done."])))
-    result = stream(http, {"model": "m", "input": "x", "reasoning": {"effort": "medium"}})
+    result = stream(http, {"model": "m", "input": "x", "reasoning": {"effort": "medium"},
+                           "include": ["reasoning.encrypted_content"]})
     reasoning = result.response["output"][0]
     assert reasoning["type"] == "reasoning" and reasoning["content"] == [{"type": "reasoning_text", "text": ""}]
     text, signature = unseal(reasoning["encrypted_content"])
@@ -312,7 +320,7 @@ def test_json_answer_instead_of_stream(http, fake):
                                    {"type": "tool_use", "id": "toolu_9", "name": "get_time", "input": {"tz": "UTC"}}],
                        "stop_reason": "tool_use", "stop_sequence": None,
                        "usage": {"input_tokens": 3, "output_tokens": 2}}))
-    result = stream(http, {"model": "m", "input": "x", "tools": [TIME]})
+    result = stream(http, {"model": "m", "input": "x", "tools": [TIME], "include": ["reasoning.encrypted_content"]})
     out = result.response["output"]
     assert [i["type"] for i in out] == ["reasoning", "message", "function_call"]
     assert unseal(out[0]["encrypted_content"]) == ("hm", SIG1)
@@ -377,7 +385,7 @@ def test_multi_turn_previous_response_id(http, fake):
     _turn1(fake)
     first = stream(http, {"model": "m", "input": "Weather in Paris?", "tools": [WEATHER],
                           "reasoning": {"effort": "medium"}})
-    assert "encrypted_content" in first.response["output"][0]  # kept for the store, though not asked for
+    assert "encrypted_content" not in first.response["output"][0]  # stored, not shown: not asked for
     fake.enqueue(message_stream(text_block(0, ["Sunny."])))
     second = stream(http, {"model": "m", "previous_response_id": first.response["id"], "tools": [WEATHER],
                            "reasoning": {"effort": "medium"},
@@ -607,5 +615,5 @@ def test_signature_split_over_deltas(http, fake):
     frames[4:4] = [content_delta(0, {"type": "signature_delta", "signature": SIG1[:10]}),
                    content_delta(0, {"type": "signature_delta", "signature": SIG1[10:]})]
     fake.enqueue(frames)
-    result = stream(http, {"model": "m", "input": "x"})
+    result = stream(http, {"model": "m", "input": "x", "include": ["reasoning.encrypted_content"]})
     assert unseal(result.response["output"][0]["encrypted_content"]) == ("x", SIG1)

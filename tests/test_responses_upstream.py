@@ -361,7 +361,7 @@ def test_reasoning_summary_refusal_and_usage(http, fake):
     body = {"model": "gpt-5-mini", "input": "do something bad", "instructions": "Be safe.",
             "reasoning": {"effort": "low", "summary": "auto"}, "temperature": 0.5, "max_output_tokens": 100,
             "text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": "object"}, "strict": True},
-                     "verbosity": "low"}}
+                     "verbosity": "low"}, "include": ["reasoning.encrypted_content"]}
     result = stream(http, body)
     response = result.response
     assert content(response["output"]) == [

@@ -70,6 +70,7 @@ class Composer:
         self.usage: dict | None = None
         self.closed = False
         self.pending: list[_Item] = []  # MCP calls whose arguments are complete, awaiting execution
+        self.sealed: dict[str, str] = {}  # reasoning item id -> encrypted content kept for storage only
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -142,6 +143,14 @@ class Composer:
     @property
     def final(self) -> dict:
         return self.response
+
+    def stored(self) -> dict:
+        """The final response as it is stored: with the encrypted reasoning the client did not ask to see."""
+        if not self.sealed:
+            return self.response
+        output = [{**item, "encrypted_content": self.sealed[item["id"]]} if item.get("id") in self.sealed
+                  else item for item in self.response["output"]]
+        return {**self.response, "output": output}
 
     # -- gateway-executed tools (MCP): a response of several upstream steps --------------------------------
 
@@ -379,10 +388,12 @@ class Composer:
         if item.kind == "reasoning":
             text = "".join(item.buf)
             self._close_part(out, item)
-            # An upstream signature (e.g. Anthropic's) is needed to send the reasoning back later, so it is
-            # kept even when the client did not ask for encrypted content.
-            if self.encrypted_reasoning or item.signature:
+            if self.encrypted_reasoning:
                 item.item["encrypted_content"] = seal(text, item.signature)
+            elif item.signature:
+                # An upstream signature (e.g. Anthropic's) is needed to send the reasoning back in a later
+                # turn: stored, but shown only to clients that ask for encrypted content, as OpenAI does.
+                self.sealed[item.id] = seal(text, item.signature)
         else:
             self._close_part(out, item)
             item.item["status"] = status

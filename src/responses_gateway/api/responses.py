@@ -71,7 +71,7 @@ async def create_response(request: Request) -> Response:
     on_final = None
     if state.store is not None and req.store is not False:
         async def on_final(final: dict) -> None:
-            await state.store.save(final, items, who)
+            await state.store.save(composer.stored(), items, who)
     batches = run(composer, stream, on_final, loop)
     if req.stream:
         return EventStreamResponse(batches)

@@ -40,11 +40,15 @@ async def get_response(request: Request) -> Response:
     if request.query_params.get("stream") in ("true", "1"):
         raise unsupported("stream", "Streaming a stored response (background mode)")
     obj = await _get(request)
-    if "reasoning.encrypted_content" in include:
-        for item in obj["output"]:
-            if item.get("type") == "reasoning" and not item.get("encrypted_content"):
-                parts = item.get("content") or item.get("summary") or ()
-                item["encrypted_content"] = seal("".join(p.get("text", "") for p in parts))
+    wanted = "reasoning.encrypted_content" in include
+    for item in obj["output"]:
+        if item.get("type") != "reasoning":
+            continue
+        if not wanted:
+            item.pop("encrypted_content", None)  # stored for later turns; shown only when asked for
+        elif not item.get("encrypted_content"):
+            parts = item.get("content") or item.get("summary") or ()
+            item["encrypted_content"] = seal("".join(p.get("text", "") for p in parts))
     return _json(obj)
 
 
