@@ -25,7 +25,7 @@ from ..sse import SSEDecoder
 from .anthropic_messages import REDACTED, build_body, continued
 from .base import Call, Route
 from .custom_input import CustomInputDecoder
-from .http import HTTPUpstream
+from .http import BodyStream, HTTPUpstream, unreachable
 
 log = logging.getLogger("responses_gateway.upstream")
 
@@ -75,19 +75,8 @@ class AnthropicUpstream(HTTPUpstream):
         return out
 
     async def open(self, call: Call) -> MessagesStream:
-        body = build_body(call, self.route)
-        try:
-            resp = await self.session.post(f"{self.api}/messages", data=orjson.dumps(body), headers=self.headers)
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise unreachable(exc) from None
-        if resp.status != 200:
-            try:
-                raw = await resp.read()
-            except (TimeoutError, aiohttp.ClientError, OSError):
-                raw = b""
-            finally:
-                resp.close()
-            raise upstream_http_error(resp.status, raw, call.request.model)
+        resp = await self.post(f"{self.api}/messages", build_body(call, self.route), call.request.model,
+                               upstream_http_error)
         return MessagesStream(resp, call)
 
 
@@ -100,12 +89,6 @@ def _model(m: dict) -> dict:
         except ValueError:
             created = 0
     return {"id": m["id"], "object": "model", "created": created, "owned_by": "anthropic"}
-
-
-def unreachable(exc: BaseException) -> g.UpstreamError:
-    log.warning("upstream unreachable: %s", exc.__class__.__name__)
-    return g.UpstreamError(f"Could not reach the upstream model server ({exc.__class__.__name__}).",
-                           status=502, code="upstream_unreachable")
 
 
 def upstream_http_error(status: int, raw: bytes, model: str | None) -> g.UpstreamError:
@@ -146,25 +129,7 @@ def _error_fields(raw: bytes) -> tuple[str | None, str]:
     return None, str(err)[:2000]
 
 
-class MessagesStream:
-    """The upstream response body as batches of generation events (one batch per network read)."""
-
-    def __init__(self, resp: aiohttp.ClientResponse, call: Call):
-        self.resp = resp
-        self.call = call
-        self._gen = self._events()
-        self._complete = False
-
-    def __aiter__(self):
-        return self._gen
-
-    async def aclose(self) -> None:
-        await self._gen.aclose()
-        if self._complete:
-            self.resp.release()  # read to the end: the connection goes back to the pool
-        else:
-            self.resp.close()  # abandoned mid-body: the upstream sees the connection close
-
+class MessagesStream(BodyStream):
     async def _events(self):
         resp = self.resp
         parser = EventParser(self.call)

@@ -19,7 +19,7 @@ from ..sse import SSEDecoder
 from .base import Call, Route
 from .chat_messages import to_messages
 from .custom_input import CustomInputDecoder
-from .http import HTTPUpstream
+from .http import BodyStream, HTTPUpstream, unreachable
 
 log = logging.getLogger("responses_gateway.upstream")
 
@@ -121,27 +121,9 @@ class ChatCompletionsUpstream(HTTPUpstream):
         return [m for m in data if isinstance(m, dict) and "id" in m]
 
     async def open(self, call: Call) -> ChatStream:
-        body = build_body(call, self.route)
-        try:
-            resp = await self.session.post(f"{self.base}/chat/completions", data=orjson.dumps(body),
-                                           headers=self.headers)
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise unreachable(exc) from None
-        if resp.status != 200:
-            try:
-                raw = await resp.read()
-            except (TimeoutError, aiohttp.ClientError, OSError):
-                raw = b""
-            finally:
-                resp.close()
-            raise upstream_http_error(resp.status, raw, call.request.model)
+        resp = await self.post(f"{self.base}/chat/completions", build_body(call, self.route), call.request.model,
+                               upstream_http_error)
         return ChatStream(resp, call)
-
-
-def unreachable(exc: BaseException) -> g.UpstreamError:
-    log.warning("upstream unreachable: %s", exc.__class__.__name__)
-    return g.UpstreamError(f"Could not reach the upstream model server ({exc.__class__.__name__}).",
-                           status=502, code="upstream_unreachable")
 
 
 def upstream_http_error(status: int, raw: bytes, model: str | None) -> g.UpstreamError:
@@ -183,25 +165,7 @@ def _error_fields(raw: bytes) -> tuple[str, object, object]:
     return str(err)[:2000], None, None
 
 
-class ChatStream:
-    """The upstream response body as batches of generation events (one batch per network read)."""
-
-    def __init__(self, resp: aiohttp.ClientResponse, call: Call):
-        self.resp = resp
-        self.call = call
-        self._gen = self._events()
-        self._complete = False
-
-    def __aiter__(self):
-        return self._gen
-
-    async def aclose(self) -> None:
-        await self._gen.aclose()
-        if self._complete:
-            self.resp.release()  # read to the end: the connection goes back to the pool
-        else:
-            self.resp.close()  # abandoned mid-body: the upstream sees the connection close
-
+class ChatStream(BodyStream):
     async def _events(self):
         resp = self.resp
         if resp.content_type == "application/json":

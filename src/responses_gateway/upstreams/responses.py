@@ -27,10 +27,10 @@ from ..ids import new_id
 from ..protocol.reasoning import unseal
 from ..protocol.tools import Tool
 from .base import Call, Route
-from .chat_completions import unreachable, upstream_http_error
+from .chat_completions import upstream_http_error
 from .chat_messages import tool_summary, wire_name
 from .custom_input import CustomInputDecoder
-from .http import HTTPUpstream
+from .http import BodyStream, HTTPUpstream, unreachable
 
 log = logging.getLogger("responses_gateway.upstream")
 
@@ -212,41 +212,15 @@ class ResponsesUpstream(HTTPUpstream):
         return [m for m in data if isinstance(m, dict) and "id" in m]
 
     async def open(self, call: Call) -> ResponsesStream:
-        body = build_body(call, self.route)
-        try:
-            resp = await self.session.post(f"{self.base}/responses", data=orjson.dumps(body), headers=self.headers)
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise unreachable(exc) from None
-        if resp.status != 200:
-            try:
-                raw = await resp.read()
-            except (TimeoutError, aiohttp.ClientError, OSError):
-                raw = b""
-            finally:
-                resp.close()
-            raise upstream_http_error(resp.status, raw, call.request.model)
+        resp = await self.post(f"{self.base}/responses", build_body(call, self.route), call.request.model,
+                               upstream_http_error)
         return ResponsesStream(resp, call, signature_tag(self.route))
 
 
-class ResponsesStream:
-    """The upstream response body as batches of generation events (one batch per network read)."""
-
+class ResponsesStream(BodyStream):
     def __init__(self, resp: aiohttp.ClientResponse, call: Call, tag: str):
-        self.resp = resp
-        self.call = call
-        self.tag = tag
-        self._gen = self._events()
-        self._complete = False
-
-    def __aiter__(self):
-        return self._gen
-
-    async def aclose(self) -> None:
-        await self._gen.aclose()
-        if self._complete:
-            self.resp.release()
-        else:
-            self.resp.close()
+        super().__init__(resp, call)
+        self.tag = tag  # marks the encrypted reasoning this upstream gave, to send it back only here
 
     async def _events(self):
         resp = self.resp
