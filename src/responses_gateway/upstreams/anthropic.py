@@ -16,16 +16,14 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-import aiohttp
 import orjson
 
 from .. import generation as g
 from ..ids import new_id
-from ..sse import SSEDecoder
 from .anthropic_messages import REDACTED, build_body, continued
 from .base import Call, Route
 from .custom_input import CustomInputDecoder
-from .http import BodyStream, HTTPUpstream, unreachable
+from .http import BodyStream, HTTPUpstream
 
 log = logging.getLogger("responses_gateway.upstream")
 
@@ -54,19 +52,7 @@ class AnthropicUpstream(HTTPUpstream):
         out: list[dict] = []
         params = {"limit": "1000"}
         for _ in range(50):
-            try:
-                async with self.session.get(f"{self.api}/models", params=params, headers=self.headers) as resp:
-                    raw = await resp.read()
-                    if resp.status != 200:
-                        raise upstream_http_error(resp.status, raw, None)
-            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-                raise unreachable(exc) from None
-            try:
-                page = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                raise g.UpstreamError("The upstream model server sent a model list that is not JSON.") from None
-            if not isinstance(page, dict):
-                raise g.UpstreamError("The upstream model server sent a model list that is not an object.")
+            page = await self.get_json(f"{self.api}/models", upstream_http_error, params)
             data = page.get("data") or []
             out.extend(_model(m) for m in data if isinstance(m, dict) and "id" in m)
             if not (page.get("has_more") and page.get("last_id")):
@@ -131,33 +117,12 @@ def _error_fields(raw: bytes) -> tuple[str | None, str]:
 
 class MessagesStream(BodyStream):
     async def _events(self):
-        resp = self.resp
         parser = EventParser(self.call)
-        if resp.content_type == "application/json":
-            # A server that ignored `stream: true` and answered with one whole Message.
-            try:
-                raw = await resp.read()
-            except (TimeoutError, aiohttp.ClientError, OSError):
-                raise g.UpstreamError("The connection to the upstream model server was lost.") from None
-            self._complete = True
-            yield message_events(_loads(raw), parser)
+        if self.resp.content_type == "application/json":  # a server that ignored `stream: true`
+            yield message_events(_loads(await self.read_whole()), parser)
             return
-        decoder = SSEDecoder()
-        try:
-            async for data in resp.content.iter_any():
-                batch = parser.frames(decoder.feed(data))
-                if batch:
-                    yield batch
-                if parser.error:
-                    raise parser.error
-            batch = parser.frames(decoder.flush())
-            if batch:
-                yield batch
-            if parser.error:
-                raise parser.error
-            self._complete = True
-        except (TimeoutError, aiohttp.ClientError, OSError):
-            raise g.UpstreamError("The connection to the upstream model server was lost mid-stream.") from None
+        async for batch in self.read_sse(parser):
+            yield batch
         if not parser.stopped:
             raise g.UpstreamError("The upstream model server ended the stream before message_stop.")
 

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import logging
 
-import aiohttp
 import orjson
 
 from .. import generation as g
 from ..ids import new_id
 from ..protocol.tools import Tool
-from ..sse import SSEDecoder
 from .base import Call, Route
 from .chat_messages import to_messages
 from .custom_input import CustomInputDecoder
-from .http import BodyStream, HTTPUpstream, unreachable
+from .http import BodyStream, HTTPUpstream, bearer_headers
 
 log = logging.getLogger("responses_gateway.upstream")
 
@@ -105,20 +103,10 @@ class ChatCompletionsUpstream(HTTPUpstream):
     def __init__(self, route: Route):
         super().__init__(route)
         self.label = f"{self.base} (chat completions)"
-        self.headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if route.api_key:
-            self.headers["authorization"] = f"Bearer {route.api_key}"
+        self.headers = bearer_headers(route.api_key)
 
     async def list_models(self) -> list[dict]:
-        try:
-            async with self.session.get(f"{self.base}/models", headers=self.headers) as resp:
-                raw = await resp.read()
-                if resp.status != 200:
-                    raise upstream_http_error(resp.status, raw, None)
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise unreachable(exc) from None
-        data = orjson.loads(raw).get("data") or []
-        return [m for m in data if isinstance(m, dict) and "id" in m]
+        return await self.openai_models(upstream_http_error)
 
     async def open(self, call: Call) -> ChatStream:
         resp = await self.post(f"{self.base}/chat/completions", build_body(call, self.route), call.request.model,
@@ -167,33 +155,12 @@ def _error_fields(raw: bytes) -> tuple[str, object, object]:
 
 class ChatStream(BodyStream):
     async def _events(self):
-        resp = self.resp
-        if resp.content_type == "application/json":
-            # A server that ignored `stream: true` and answered with one completion.
-            try:
-                raw = await resp.read()
-            except (TimeoutError, aiohttp.ClientError, OSError):
-                raise g.UpstreamError("The connection to the upstream model server was lost.") from None
-            self._complete = True
-            yield completion_events(_loads(raw), self.call)
+        if self.resp.content_type == "application/json":  # a server that ignored `stream: true`
+            yield completion_events(_loads(await self.read_whole()), self.call)
             return
         parser = ChunkParser(self.call)
-        decoder = SSEDecoder()
-        try:
-            async for data in resp.content.iter_any():
-                batch = parser.frames(decoder.feed(data))
-                if batch:
-                    yield batch
-                if parser.error:
-                    raise parser.error
-            batch = parser.frames(decoder.flush())
-            if batch:
-                yield batch
-            if parser.error:
-                raise parser.error
-            self._complete = True
-        except (TimeoutError, aiohttp.ClientError, OSError):
-            raise g.UpstreamError("The connection to the upstream model server was lost mid-stream.") from None
+        async for batch in self.read_sse(parser):
+            yield batch
         if not parser.done and parser.finish is None:
             raise g.UpstreamError("The upstream model server ended the stream before finishing.")
 

@@ -10,11 +10,23 @@ import aiohttp
 import orjson
 
 from .. import generation as g
+from ..sse import SSEDecoder
 from .base import Call, Route
 
 log = logging.getLogger("responses_gateway.upstream")
 
 NETWORK_ERRORS = (TimeoutError, aiohttp.ClientError, OSError)
+
+
+HTTPError = Callable[[int, bytes, "str | None"], g.UpstreamError]
+
+
+def bearer_headers(api_key: str | None) -> dict[str, str]:
+    """The headers of OpenAI-style servers (Chat Completions, Responses)."""
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return headers
 
 
 def unreachable(exc: BaseException) -> g.UpstreamError:
@@ -50,8 +62,29 @@ class HTTPUpstream:
             await self._session.close()
             self._session = None
 
-    async def post(self, url: str, body: dict, model: str,
-                   http_error: Callable[[int, bytes, str | None], g.UpstreamError]) -> aiohttp.ClientResponse:
+    async def get_json(self, url: str, http_error: HTTPError, params: dict | None = None) -> dict:
+        """GET a JSON object (a model list); any failure is an UpstreamError."""
+        try:
+            async with self.session.get(url, params=params, headers=self.headers) as resp:
+                raw = await resp.read()
+                if resp.status != 200:
+                    raise http_error(resp.status, raw, None)
+        except NETWORK_ERRORS as exc:
+            raise unreachable(exc) from None
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            obj = None
+        if not isinstance(obj, dict):
+            raise g.UpstreamError("The upstream model server answered with something that is not a JSON object.")
+        return obj
+
+    async def openai_models(self, http_error: HTTPError) -> list[dict]:
+        """`GET {base}/models` of an OpenAI-style server, passed through."""
+        data = (await self.get_json(f"{self.base}/models", http_error)).get("data") or []
+        return [m for m in data if isinstance(m, dict) and "id" in m]
+
+    async def post(self, url: str, body: dict, model: str, http_error: HTTPError) -> aiohttp.ClientResponse:
         """POST and wait for the upstream's answer headers; anything but 200 is raised as its HTTP error."""
         try:
             resp = await self.session.post(url, data=orjson.dumps(body), headers=self.headers)
@@ -93,3 +126,32 @@ class BodyStream:
     async def _events(self):
         raise NotImplementedError
         yield  # (an async generator)
+
+    async def read_whole(self) -> bytes:
+        """The body of a server that ignored `stream: true` and answered with one JSON object."""
+        try:
+            raw = await self.resp.read()
+        except NETWORK_ERRORS:
+            raise g.UpstreamError("The connection to the upstream model server was lost.") from None
+        self._complete = True
+        return raw
+
+    async def read_sse(self, parser):
+        """Batches from an SSE body: `parser.frames(frames) -> batch`. A parser error is raised once the
+        events before it were delivered; the body read to its end marks the stream complete."""
+        decoder = SSEDecoder()
+        try:
+            async for data in self.resp.content.iter_any():
+                batch = parser.frames(decoder.feed(data))
+                if batch:
+                    yield batch
+                if parser.error:
+                    raise parser.error
+            batch = parser.frames(decoder.flush())
+            if batch:
+                yield batch
+            if parser.error:
+                raise parser.error
+            self._complete = True
+        except NETWORK_ERRORS:
+            raise g.UpstreamError("The connection to the upstream model server was lost mid-stream.") from None

@@ -30,7 +30,7 @@ from .base import Call, Route
 from .chat_completions import upstream_http_error
 from .chat_messages import tool_summary, wire_name
 from .custom_input import CustomInputDecoder
-from .http import BodyStream, HTTPUpstream, unreachable
+from .http import NETWORK_ERRORS, BodyStream, HTTPUpstream, bearer_headers
 
 log = logging.getLogger("responses_gateway.upstream")
 
@@ -196,20 +196,10 @@ class ResponsesUpstream(HTTPUpstream):
     def __init__(self, route: Route):
         super().__init__(route)
         self.label = f"{self.base} (responses)"
-        self.headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if route.api_key:
-            self.headers["authorization"] = f"Bearer {route.api_key}"
+        self.headers = bearer_headers(route.api_key)
 
     async def list_models(self) -> list[dict]:
-        try:
-            async with self.session.get(f"{self.base}/models", headers=self.headers) as resp:
-                raw = await resp.read()
-                if resp.status != 200:
-                    raise upstream_http_error(resp.status, raw, None)
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise unreachable(exc) from None
-        data = orjson.loads(raw).get("data") or []
-        return [m for m in data if isinstance(m, dict) and "id" in m]
+        return await self.openai_models(upstream_http_error)
 
     async def open(self, call: Call) -> ResponsesStream:
         resp = await self.post(f"{self.base}/responses", build_body(call, self.route), call.request.model,
@@ -228,11 +218,7 @@ class ResponsesStream(BodyStream):
         mapper = EventMapper(self.call, acc, self.tag)
         if resp.content_type == "application/json":
             # A server that ignored `stream: true` and answered with the whole Response.
-            try:
-                raw = await resp.read()
-            except (TimeoutError, aiohttp.ClientError, OSError):
-                raise g.UpstreamError("The connection to the upstream model server was lost.") from None
-            self._complete = True
+            raw = await self.read_whole()
             batch = mapper.map(acc.feed_event(whole_response_event(raw)) + acc.close())
             if batch:
                 yield batch
@@ -256,14 +242,14 @@ class ResponsesStream(BodyStream):
                     raise mapper.error
                 self._complete = True
                 return
-        except (TimeoutError, aiohttp.ClientError, OSError):
+        except NETWORK_ERRORS:
             raise g.UpstreamError("The connection to the upstream model server was lost mid-stream.") from None
         # The terminal event came: what may follow (`data: [DONE]`) is read so the connection can be reused,
         # but an upstream that keeps the body open after it does not hold the response back.
         try:
             await asyncio.wait_for(resp.content.read(), timeout=DRAIN_TIMEOUT)
             self._complete = True
-        except (TimeoutError, aiohttp.ClientError, OSError):
+        except NETWORK_ERRORS:
             pass  # aclose() closes the connection instead
 
 
