@@ -16,18 +16,14 @@ in a background thread, like fake_chat.FakeChatUpstream, and shares its script m
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-import time
 import uuid
-from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
 
-from .fake_chat import DROP, Json, RecordedRequest, Script, Sleep, Stream
+from .fake_chat import DROP, FakeChatUpstream, Json, RecordedRequest, Sleep, Stream, _json_response
 
 __all__ = [
     "DROP", "Json", "Sleep", "Stream", "FakeAnthropic", "block_start", "content_delta", "block_stop",
@@ -201,39 +197,15 @@ def error_json(status: int, type: str, message: str) -> Json:
 # --------------------------------------------------------------------------- server
 
 
-class FakeAnthropic:
-    """The fake Messages server; see the module docstring for usage."""
+class FakeAnthropic(FakeChatUpstream):
+    """The fake Messages server (see the module docstring): the fake Chat Completions server's machinery,
+    answering `POST /v1/messages` with Anthropic's headers and its paginated `GET /v1/models`."""
+
+    POST_PATH = "/v1/messages"
 
     def __init__(self, models: Sequence[str] = (DEFAULT_MODEL, "claude-haiku-4-5-20251001")) -> None:
-        self.models: list[str] = list(models)
-        self.default: Script | None = None
-        self.url = ""  # the root, as ANTHROPIC_BASE_URL is given
-        self.base_url = ""  # the same with /v1
-        self.port = 0
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._queue: deque[Script] = deque()
-        self._requests: list[RecordedRequest] = []
+        super().__init__(models)
         self._model_requests: list[RecordedRequest] = []
-        self._disconnects = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
-
-    # ---- test-facing API
-
-    def enqueue(self, *scripts: Script | Sequence[str]) -> None:
-        """Queue scripts for the next POSTs, in order; a bare frame list means Stream(frames)."""
-        with self._lock:
-            for script in scripts:
-                is_frames = isinstance(script, (list, tuple))
-                self._queue.append(Stream(list(script)) if is_frames else script)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """The POST /v1/messages requests received."""
-        with self._lock:
-            return list(self._requests)
 
     @property
     def model_requests(self) -> list[RecordedRequest]:
@@ -241,72 +213,16 @@ class FakeAnthropic:
         with self._lock:
             return list(self._model_requests)
 
-    @property
-    def disconnects(self) -> int:
-        with self._lock:
-            return self._disconnects
-
-    def wait_disconnect(self, timeout: float = 5.0, count: int = 1) -> bool:
-        with self._changed:
-            return self._changed.wait_for(lambda: self._disconnects >= count, timeout)
-
     def reset(self) -> None:
+        super().reset()
         with self._lock:
-            self._queue.clear()
-            self._requests.clear()
             self._model_requests.clear()
-            self._disconnects = 0
 
-    # ---- lifecycle
+    def _stream_headers(self) -> dict[str, str]:
+        return {"cache-control": "no-cache", "request-id": f"req_011{uuid.uuid4().hex[:21]}"}
 
-    def start(self) -> Self:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=loop.run_forever, name="fake-anthropic", daemon=True)
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._serve(), loop).result(timeout=10)
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.base_url = f"{self.url}/v1"
-        return self
-
-    def stop(self) -> None:
-        loop, self._loop = self._loop, None
-        if loop is None:
-            return
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), loop).result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        assert self._thread is not None
-        self._thread.join(timeout=10)
-        loop.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    async def _serve(self) -> None:
-        app = web.Application()
-        app.router.add_post("/v1/messages", self._messages)
-        app.router.add_get("/v1/models", self._models)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = self._runner.addresses[0][1]
-
-    # ---- handlers
-
-    @staticmethod
-    async def _record(request: web.Request) -> RecordedRequest:
-        raw = await request.read()
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        return RecordedRequest(method=request.method, path=request.path_qs,
-                               headers={k.lower(): v for k, v in request.headers.items()}, raw=raw, body=body)
+    def _no_script(self) -> Json:
+        return error_json(500, "api_error", "fake anthropic: no script queued")
 
     async def _models(self, request: web.Request) -> web.Response:
         """Anthropic's paginated list: `limit` (default 20), `after_id`, `has_more`, `first_id`/`last_id`."""
@@ -323,60 +239,4 @@ class FakeAnthropic:
                 "first_id": page[0] if page else None, "last_id": page[-1] if page else None}
         return _json_response(Json(body))
 
-    async def _messages(self, request: web.Request) -> web.StreamResponse:
-        recorded = await self._record(request)
-        with self._lock:
-            self._requests.append(recorded)
-            script = self._queue.popleft() if self._queue else self.default
-        while callable(script):
-            script = script(recorded)
-        if script is None:
-            script = error_json(500, "api_error", "fake anthropic: no script queued")
-        if isinstance(script, Json):
-            return _json_response(script)
-        return await self._stream(request, script)
 
-    async def _stream(self, request: web.Request, script: Stream) -> web.StreamResponse:
-        headers = {"content-type": SSE_CONTENT_TYPE, "cache-control": "no-cache",
-                   "request-id": f"req_011{uuid.uuid4().hex[:21]}", **(script.headers or {})}
-        response = web.StreamResponse(status=script.status, headers=headers)
-        try:
-            await response.prepare(request)
-            for i, chunk in enumerate(script.chunks):
-                if i and script.delay:
-                    await self._pause(request, script.delay)
-                if isinstance(chunk, Sleep):
-                    await self._pause(request, chunk.seconds)
-                elif chunk is DROP:
-                    if request.transport is not None:
-                        request.transport.close()
-                    return response
-                else:
-                    await response.write(chunk.encode() if isinstance(chunk, str) else chunk)
-            await response.write_eof()
-        except ConnectionError:
-            with self._changed:
-                self._disconnects += 1
-                self._changed.notify_all()
-        return response
-
-    @staticmethod
-    async def _pause(request: web.Request, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while True:
-            if request.transport is None or request.transport.is_closing():
-                raise ConnectionResetError("client went away")
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            await asyncio.sleep(min(left, 0.01))
-
-
-def _json_response(script: Json) -> web.Response:
-    body = script.body
-    if not isinstance(body, (str, bytes)):
-        body = dumps(body)
-    if isinstance(body, str):
-        body = body.encode()
-    headers = {"content-type": JSON_CONTENT_TYPE, **(script.headers or {})}
-    return web.Response(body=body, status=script.status, headers=headers)

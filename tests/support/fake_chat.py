@@ -223,12 +223,19 @@ def replay(recording: Recording, delay: float = 0.0) -> Stream | Json:
 
 
 class FakeChatUpstream:
-    """The fake upstream server; see the module docstring for usage."""
+    """The fake upstream server; see the module docstring for usage.
+
+    Other protocols' fakes (Anthropic, Responses) subclass it: `POST_PATH`, `_stream_headers`,
+    `_no_script` and `_models` are theirs to change; queueing, recording, streaming and disconnect
+    detection are shared."""
+
+    POST_PATH = "/v1/chat/completions"
 
     def __init__(self, models: Sequence[str] = ("fake-model",)) -> None:
         self.models: list[str] = list(models)
         self.default: Script | None = None
-        self.base_url = ""
+        self.url = ""  # the server's root
+        self.base_url = ""  # the same with /v1
         self.port = 0
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -277,7 +284,8 @@ class FakeChatUpstream:
         self._thread = threading.Thread(target=loop.run_forever, name="fake-chat-upstream", daemon=True)
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._serve(), loop).result(timeout=10)
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.base_url = f"{self.url}/v1"
         return self
 
     def stop(self) -> None:
@@ -299,7 +307,7 @@ class FakeChatUpstream:
 
     async def _serve(self) -> None:
         app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post(self.POST_PATH, self._play)
         app.router.add_get("/v1/models", self._models)
         # A short shutdown timeout: a test that leaves a stream sleeping must not stall teardown.
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
@@ -314,19 +322,25 @@ class FakeChatUpstream:
         data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
         return _json_response(Json({"object": "list", "data": data}))
 
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
+    @staticmethod
+    async def _record(request: web.Request) -> RecordedRequest:
         raw = await request.read()
         try:
-            body = json.loads(raw)
+            body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        recorded = RecordedRequest(
-            method=request.method,
-            path=request.path,
-            headers={k.lower(): v for k, v in request.headers.items()},
-            raw=raw,
-            body=body,
-        )
+        return RecordedRequest(method=request.method, path=request.path_qs,
+                               headers={k.lower(): v for k, v in request.headers.items()}, raw=raw, body=body)
+
+    def _stream_headers(self) -> dict[str, str]:
+        return {}
+
+    def _no_script(self) -> Json:
+        return error_json(500, "fake upstream: no script queued", type="server_error")
+
+    async def _play(self, request: web.Request) -> web.StreamResponse:
+        """Record the request and answer with the next queued script."""
+        recorded = await self._record(request)
         with self._lock:
             self._requests.append(recorded)
             script = self._queue.popleft() if self._queue else self.default
@@ -334,13 +348,13 @@ class FakeChatUpstream:
         while callable(script):
             script = script(recorded)
         if script is None:
-            script = error_json(500, "fake upstream: no script queued", type="server_error")
+            script = self._no_script()
         if isinstance(script, Json):
             return _json_response(script)
         return await self._stream(request, script)
 
     async def _stream(self, request: web.Request, script: Stream) -> web.StreamResponse:
-        headers = {"content-type": SSE_CONTENT_TYPE, **(script.headers or {})}
+        headers = {"content-type": SSE_CONTENT_TYPE, **self._stream_headers(), **(script.headers or {})}
         response = web.StreamResponse(status=script.status, headers=headers)
         try:
             await response.prepare(request)

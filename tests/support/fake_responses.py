@@ -20,8 +20,6 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from aiohttp import web
-
 from .fake_chat import (
     DROP,
     JSON_CONTENT_TYPE,
@@ -330,12 +328,4 @@ def text_response_stream(output: list[dict], *, status: str = "completed", usage
 class FakeResponsesUpstream(FakeChatUpstream):
     """The fake Chat Completions server's machinery, answering `POST /v1/responses`."""
 
-    async def _serve(self) -> None:
-        app = web.Application()
-        app.router.add_post("/v1/responses", self._chat)  # the handler only records and plays scripts
-        app.router.add_get("/v1/models", self._models)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = self._runner.addresses[0][1]
+    POST_PATH = "/v1/responses"

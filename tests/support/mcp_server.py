@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import socket
-import threading
 import time
 from collections import Counter
 from typing import Any
 
-import uvicorn
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from starlette.applications import Starlette
+
+from tests.support.server import UvicornThread
 
 # A 1x1 transparent PNG.
 PNG_1X1 = base64.b64decode(
@@ -103,38 +102,14 @@ def build_app(mcp: MCPServer) -> Starlette:
     return app
 
 
-class MCPTestServer:
+class MCPTestServer(UvicornThread):
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.mcp = build_mcp_server(self.calls)
-        self.app = build_app(self.mcp)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{self.port}"
+        super().__init__(build_app(self.mcp), name="mcp-test-server")
+        self.base_url = self.url
         self.url = f"{self.base_url}/mcp"
         self.sse_url = f"{self.base_url}/sse"
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self._run, name="mcp-test-server", daemon=True)
-
-    def _run(self) -> None:
-        asyncio.run(self.server.serve(sockets=[self.sock]))
-
-    def __enter__(self) -> MCPTestServer:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("MCP test server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
 
 
 if __name__ == "__main__":  # manual use: python -m tests.support.mcp_server

@@ -1,4 +1,4 @@
-"""Runs the real gateway (uvicorn + the ASGI app) on a loopback port in a background thread."""
+"""Real servers for the tests: an ASGI app under uvicorn on a loopback port, in a background thread."""
 
 from __future__ import annotations
 
@@ -13,28 +13,27 @@ from responses_gateway.app import create_app
 from responses_gateway.config import Settings
 
 
-class GatewayServer:
-    def __init__(self, settings: Settings, upstream=None):
-        self.settings = settings
-        self.app = create_app(settings, upstream)
+class UvicornThread:
+    def __init__(self, app, name: str = "asgi-server"):
+        self.app = app
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def _run(self) -> None:
         asyncio.run(self.server.serve(sockets=[self.sock]))
 
-    def __enter__(self) -> GatewayServer:
+    def __enter__(self):
         self.thread.start()
         deadline = time.monotonic() + 10
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("gateway did not start")
+                raise RuntimeError(f"{self.thread.name} did not start")
             time.sleep(0.01)
         return self
 
@@ -42,3 +41,11 @@ class GatewayServer:
         self.server.should_exit = True
         self.thread.join(timeout=10)
         self.sock.close()
+
+
+class GatewayServer(UvicornThread):
+    """The real gateway (uvicorn + the ASGI app)."""
+
+    def __init__(self, settings: Settings, upstream=None):
+        self.settings = settings
+        super().__init__(create_app(settings, upstream), name="gateway")
