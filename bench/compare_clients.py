@@ -39,7 +39,7 @@ import orjson
 from responses_gateway.sse import SSEDecoder
 
 from . import load
-from .run import CLEAN_OTHER_PCT, Proc, clean_env, wait_http, wait_quiet
+from .run import CLEAN_OTHER_PCT, Proc, clean_env, fmt_num, median_of, wait_http, wait_quiet
 
 CLIENTS = ("aiohttp", "httpx")
 HEADERS = {"content-type": "application/json", "accept": "text/event-stream"}
@@ -175,28 +175,19 @@ async def one_case(name: str, url: str, body: bytes, requests: int, concurrency:
     return out
 
 
-def _n(v, fmt: str) -> str:
-    return "–" if v is None or v != v else format(v, fmt)
-
-
 def table(rows: list[dict]) -> str:
     head = ("| client | C | ok/req | CPU ms/response (runs) | CPU µs/frame | wall s | responses/s | "
             "client CPU % | reads/response | upstream CPU % | other CPU % | clean runs |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
-        runs = ", ".join(_n(x, ".3f") for x in r["runs_cpu_ms_per_response"])
+        runs = ", ".join(fmt_num(x, ".3f") for x in r["runs_cpu_ms_per_response"])
         lines.append(
             f"| {r['client']} | {r['concurrency']} | {r['ok']}/{r['requests']} | "
-            f"**{_n(r['cpu_ms_per_response'], '.3f')}** ({runs}) | {_n(r['cpu_us_per_frame'], '.2f')} | "
-            f"{_n(r['wall_s'], '.2f')} | {_n(r['responses_per_s'], '.0f')} | {_n(r['cpu_pct'], '.0f')} | "
-            f"{_n(r['reads_per_response'], '.1f')} | {_n(r['upstream_cpu_pct'], '.0f')} | "
-            f"{_n(r.get('other_cpu_pct'), '.0f')} | {r['clean_runs']}/{len(r['runs_cpu_ms_per_response'])} |")
+            f"**{fmt_num(r['cpu_ms_per_response'], '.3f')}** ({runs}) | {fmt_num(r['cpu_us_per_frame'], '.2f')} | "
+            f"{fmt_num(r['wall_s'], '.2f')} | {fmt_num(r['responses_per_s'], '.0f')} | {fmt_num(r['cpu_pct'], '.0f')} | "
+            f"{fmt_num(r['reads_per_response'], '.1f')} | {fmt_num(r['upstream_cpu_pct'], '.0f')} | "
+            f"{fmt_num(r.get('other_cpu_pct'), '.0f')} | {r['clean_runs']}/{len(r['runs_cpu_ms_per_response'])} |")
     return "\n".join(lines)
-
-
-def _median(values: list[float]) -> float:
-    vals = sorted(v for v in values if v == v)
-    return vals[(len(vals) - 1) // 2] if vals else float("nan")
 
 
 def comparison(rows: list[dict], runs: dict) -> str:
@@ -209,9 +200,9 @@ def comparison(rows: list[dict], runs: dict) -> str:
         if not a or not h or not a["cpu_ms_per_response"] or not h["cpu_ms_per_response"]:
             continue
         pairs = list(zip(runs[("aiohttp", c)], runs[("httpx", c)], strict=True))
-        cpu = _median([y["cpu_ms_per_response"] / x["cpu_ms_per_response"] for x, y in pairs
+        cpu = median_of([y["cpu_ms_per_response"] / x["cpu_ms_per_response"] for x, y in pairs
                        if x["cpu_ms_per_response"]])
-        wall = _median([y["wall_s"] / x["wall_s"] for x, y in pairs if x["wall_s"]])
+        wall = median_of([y["wall_s"] / x["wall_s"] for x, y in pairs if x["wall_s"]])
         lines.append(f"- C={c}: httpx uses {h['cpu_ms_per_response'] / a['cpu_ms_per_response']:.2f}× the CPU of "
                      f"aiohttp per response ({h['cpu_ms_per_response']:.3f} vs {a['cpu_ms_per_response']:.3f} ms; "
                      f"{1000 * (h['cpu_ms_per_response'] - a['cpu_ms_per_response']) / h['frames_per_response']:+.2f}"

@@ -33,7 +33,17 @@ import time
 from pathlib import Path
 
 from . import load
-from .run import CLEAN_OTHER_PCT, Proc, clean_env, free_port, post_json, wait_http, wait_quiet
+from .run import (
+    CLEAN_OTHER_PCT,
+    Proc,
+    clean_env,
+    fmt_num,
+    free_port,
+    median_of,
+    post_json,
+    wait_http,
+    wait_quiet,
+)
 
 SERVERS = ("uvicorn", "granian")
 
@@ -91,32 +101,23 @@ async def one_case(name: str, url: str, pids: dict, c: int, opts, up_pid: int) -
     return {"server": name, "concurrency": c, **summary}
 
 
-def _n(v, fmt: str) -> str:
-    return "–" if v is None or v != v else format(v, fmt)
-
-
 def table(rows: list[dict]) -> str:
     head = ("| server | C | ok/req | req/s (runs) | events/s | TTFT p50 / p99 ms | server CPU ms/response | "
             "server µs/event | server CPU % | peak RSS MiB (+ supervisor) | upstream CPU % | loadgen CPU % | "
             "other CPU % | clean runs |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
-        runs = ", ".join(_n(x, ".0f") for x in r["runs_requests_per_s"])
+        runs = ", ".join(fmt_num(x, ".0f") for x in r["runs_requests_per_s"])
         sup = f" (+ {r['supervisor_rss_mib']:.0f})" if r["supervisor_rss_mib"] else ""
         lines.append(
             f"| {r['server']} | {r['concurrency']} | {r['ok']}/{r['requests']} | "
-            f"**{_n(r['requests_per_s'], '.0f')}** ({runs}) | {_n(r['events_per_s'], ',.0f')} | "
-            f"{_n(r['ttft_p50_ms'], '.2f')} / {_n(r['ttft_p99_ms'], '.2f')} | "
-            f"{_n(r['server_cpu_ms_per_response'], '.2f')} | {_n(r.get('gateway_cpu_us_per_event'), '.1f')} | "
-            f"{_n(r.get('gateway_cpu_pct'), '.0f')} | {_n(r['serving_peak_rss_mib'], '.1f')}{sup} | "
-            f"{_n(r.get('upstream_cpu_pct'), '.0f')} | {_n(r['client_cpu_pct'], '.0f')} | "
-            f"{_n(r.get('unattributed_cpu_pct'), '.0f')} | {r['clean_runs']}/{len(r['runs_requests_per_s'])} |")
+            f"**{fmt_num(r['requests_per_s'], '.0f')}** ({runs}) | {fmt_num(r['events_per_s'], ',.0f')} | "
+            f"{fmt_num(r['ttft_p50_ms'], '.2f')} / {fmt_num(r['ttft_p99_ms'], '.2f')} | "
+            f"{fmt_num(r['server_cpu_ms_per_response'], '.2f')} | {fmt_num(r.get('gateway_cpu_us_per_event'), '.1f')} | "
+            f"{fmt_num(r.get('gateway_cpu_pct'), '.0f')} | {fmt_num(r['serving_peak_rss_mib'], '.1f')}{sup} | "
+            f"{fmt_num(r.get('upstream_cpu_pct'), '.0f')} | {fmt_num(r['client_cpu_pct'], '.0f')} | "
+            f"{fmt_num(r.get('unattributed_cpu_pct'), '.0f')} | {r['clean_runs']}/{len(r['runs_requests_per_s'])} |")
     return "\n".join(lines)
-
-
-def _median(values: list[float]) -> float:
-    vals = sorted(v for v in values if v == v)
-    return vals[(len(vals) - 1) // 2] if vals else float("nan")
 
 
 def comparison(rows: list[dict], runs: dict) -> str:
@@ -129,8 +130,8 @@ def comparison(rows: list[dict], runs: dict) -> str:
         if not u or not g or not u["requests_per_s"] or not u["server_cpu_ms_per_response"]:
             continue
         pairs = list(zip(runs[("uvicorn", c)], runs[("granian", c)], strict=True))
-        rps = _median([b["requests_per_s"] / a["requests_per_s"] for a, b in pairs if a["requests_per_s"]])
-        cpu = _median([b["server_cpu_ms_per_response"] / a["server_cpu_ms_per_response"] for a, b in pairs
+        rps = median_of([b["requests_per_s"] / a["requests_per_s"] for a, b in pairs if a["requests_per_s"]])
+        cpu = median_of([b["server_cpu_ms_per_response"] / a["server_cpu_ms_per_response"] for a, b in pairs
                        if a["server_cpu_ms_per_response"]])
         lines.append(f"- C={c}: granian {100 * (g['requests_per_s'] / u['requests_per_s'] - 1):+.0f}% req/s, "
                      f"{100 * (g['server_cpu_ms_per_response'] / u['server_cpu_ms_per_response'] - 1):+.0f}% CPU per "

@@ -329,8 +329,15 @@ def targets(cases: list[dict], opts) -> list[dict]:
 
 # -- reporting ------------------------------------------------------------------------------------------------
 
-def _n(v, fmt: str = ".1f") -> str:
+def fmt_num(v, fmt: str = ".1f") -> str:
+    """A figure for the Markdown tables; a dash where there is none (None or NaN)."""
     return "–" if v is None or v != v else format(v, fmt)
+
+
+def median_of(values: list[float]) -> float:
+    """The lower median, ignoring NaN."""
+    vals = sorted(v for v in values if v == v)
+    return vals[(len(vals) - 1) // 2] if vals else float("nan")
 
 
 def table(cases: list[dict]) -> str:
@@ -341,15 +348,15 @@ def table(cases: list[dict]) -> str:
     for r in cases:
         gw = r["mode"] == "gateway"
         lines.append(
-            f"| {r['case']} | {r['concurrency']} | {r['ok']}/{r['requests']} | {_n(r['requests_per_s'])} | "
-            f"{_n(r['events_per_s'], '.0f')} | {_n(r['ttfb_p50_ms'], '.2f')} / {_n(r['ttfb_p99_ms'], '.2f')} | "
-            f"{_n(r['ttft_p50_ms'], '.2f')} / {_n(r['ttft_p90_ms'], '.2f')} / {_n(r['ttft_p99_ms'], '.2f')} | "
-            f"{_n(r['total_p50_ms'], '.1f')} / {_n(r['total_p99_ms'], '.1f')} | "
-            f"{_n(r.get('gateway_cpu_ms_per_request'), '.2f') if gw else '–'} | "
-            f"{_n(r.get('gateway_cpu_us_per_event'), '.1f') if gw else '–'} | "
-            f"{_n(r.get('gateway_peak_rss_mib'), '.1f') if gw else '–'} | "
-            f"{_n(r.get('upstream_cpu_pct'), '.0f')} | {_n(r['client_cpu_pct'], '.0f')} | "
-            f"{_n(r.get('unattributed_cpu_pct'), '.0f')} | {_n(r.get('reads_per_request'), '.0f')} | "
+            f"| {r['case']} | {r['concurrency']} | {r['ok']}/{r['requests']} | {fmt_num(r['requests_per_s'])} | "
+            f"{fmt_num(r['events_per_s'], '.0f')} | {fmt_num(r['ttfb_p50_ms'], '.2f')} / {fmt_num(r['ttfb_p99_ms'], '.2f')} | "
+            f"{fmt_num(r['ttft_p50_ms'], '.2f')} / {fmt_num(r['ttft_p90_ms'], '.2f')} / {fmt_num(r['ttft_p99_ms'], '.2f')} | "
+            f"{fmt_num(r['total_p50_ms'], '.1f')} / {fmt_num(r['total_p99_ms'], '.1f')} | "
+            f"{fmt_num(r.get('gateway_cpu_ms_per_request'), '.2f') if gw else '–'} | "
+            f"{fmt_num(r.get('gateway_cpu_us_per_event'), '.1f') if gw else '–'} | "
+            f"{fmt_num(r.get('gateway_peak_rss_mib'), '.1f') if gw else '–'} | "
+            f"{fmt_num(r.get('upstream_cpu_pct'), '.0f')} | {fmt_num(r['client_cpu_pct'], '.0f')} | "
+            f"{fmt_num(r.get('unattributed_cpu_pct'), '.0f')} | {fmt_num(r.get('reads_per_request'), '.0f')} | "
             f"{r.get('clean_runs', '–')}/{len(r.get('runs_requests_per_s', ()))} |")
     return "\n".join(lines)
 
@@ -358,7 +365,7 @@ def targets_table(rows: list[dict]) -> str:
     lines = ["| target | measured | limit | result | detail |", "|---|---|---|---|---|"]
     for t in rows:
         op = "≥" if "events/s" in t["target"] else "≤"
-        lines.append(f"| {t['target']} | {_n(t['value'], '.2f')} {t['unit']} | {op} {t['limit']:g} {t['unit']} | "
+        lines.append(f"| {t['target']} | {fmt_num(t['value'], '.2f')} {t['unit']} | {op} {t['limit']:g} {t['unit']} | "
                      f"**{t['result']}** | {t['detail']} |")
     return "\n".join(lines)
 
@@ -397,9 +404,9 @@ def markdown(meta: dict, cases: list[dict], tgts: list[dict], profile: dict | No
                   "wrote the first token → client has the first text delta.", "",
                   "| case | TTFT p50 / p99 ms | to upstream p50 / p99 ms | from upstream p50 / p99 ms |",
                   "|---|---|---|---|"]
-        parts += [f"| {r['case']} | {_n(r['ttft_p50_ms'], '.2f')} / {_n(r['ttft_p99_ms'], '.2f')} | "
-                  f"{_n(r['to_upstream_p50_ms'], '.2f')} / {_n(r['to_upstream_p99_ms'], '.2f')} | "
-                  f"{_n(r['from_upstream_p50_ms'], '.2f')} / {_n(r['from_upstream_p99_ms'], '.2f')} |"
+        parts += [f"| {r['case']} | {fmt_num(r['ttft_p50_ms'], '.2f')} / {fmt_num(r['ttft_p99_ms'], '.2f')} | "
+                  f"{fmt_num(r['to_upstream_p50_ms'], '.2f')} / {fmt_num(r['to_upstream_p99_ms'], '.2f')} | "
+                  f"{fmt_num(r['from_upstream_p50_ms'], '.2f')} / {fmt_num(r['from_upstream_p99_ms'], '.2f')} |"
                   for r in split]
     busy = [r.get("unattributed_cpu_pct") or 0.0 for r in cases]
     if meta.get("load_before_start_pct") and meta["load_before_start_pct"] > 25:
