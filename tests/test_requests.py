@@ -225,3 +225,17 @@ def test_sealed_reasoning_round_trips(http, upstream):
     body = sent(http, upstream, {"input": [{"role": "user", "content": "x"}, echoed, first["output"][1],
                                            {"role": "user", "content": "again"}]})
     assert body["messages"][1] == {"role": "assistant", "content": "Hi", "reasoning_content": "secret plan"}
+
+
+def test_dropped_hosted_tool_is_logged_once_per_process(caplog):
+    """Agents send the same hosted tools every turn: one warning, not one per request."""
+    import logging
+
+    from responses_gateway.protocol import tools as tools_module
+
+    tools_module._warned.discard("file_search")
+    with caplog.at_level(logging.WARNING, logger="responses_gateway.tools"):
+        for _ in range(3):
+            tools_module.normalize_tools([FN, {"type": "file_search"}], None)
+    assert [r.getMessage() for r in caplog.records].count(
+        "hosted tool 'file_search' is not offered to the model: this gateway cannot execute it") == 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 DEMO_UPSTREAM = "demo"
 
@@ -41,7 +41,6 @@ class Settings:
     mcp_allow_hosts: str | None = None  # comma-separated
     mcp_timeout: float = 60.0
     max_tool_rounds: int = 16
-    extra: dict = field(default_factory=dict)
 
     def mcp_hosts(self) -> list[str]:
         return [h.strip() for h in (self.mcp_allow_hosts or "").split(",") if h.strip()]

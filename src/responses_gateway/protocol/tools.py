@@ -51,7 +51,6 @@ class ToolSet:
     echo: list[dict] = field(default_factory=list)
     offered: list[Tool] = field(default_factory=list)
     by_wire_name: dict[str, Tool] = field(default_factory=dict)
-    dropped: list[str] = field(default_factory=list)
     mcp: list = field(default_factory=list)  # MCPServer declarations, run by the gateway
     # Normalized choice: mode is "auto" | "none" | "required"; `only` narrows the offered tools.
     mode: str = "auto"
@@ -148,8 +147,9 @@ def _add_spec(out: ToolSet, spec: dict, where: str, hosted_policy: str, *, echo:
     elif kind in HOSTED:
         if hosted_policy == "reject":
             raise unsupported(f"{where}.type", f"The hosted tool '{kind}'")
-        log.warning("hosted tool %r is not offered to the model: this gateway cannot execute it", kind)
-        out.dropped.append(kind)
+        if kind not in _warned:  # once per process: agents send the same tools on every turn
+            _warned.add(kind)
+            log.warning("hosted tool %r is not offered to the model: this gateway cannot execute it", kind)
     elif kind is None:
         raise APIError(400, f"Missing required parameter: '{where}.type'.", param=f"{where}.type",
                        code="missing_required_parameter")

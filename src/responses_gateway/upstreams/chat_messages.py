@@ -158,6 +158,3 @@ def _reasoning_text(item: dict) -> str:
     if not texts:
         texts = [p["text"] for p in item.get("summary") or () if p.get("text")]
     return "\n".join(texts)
-
-
-_tool_summary = tool_summary  # the name other adapters were first written against
