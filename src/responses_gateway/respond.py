@@ -1,0 +1,89 @@
+"""Starting one response, whatever carries it: route → history → tools → composer → batches of events.
+
+HTTP (SSE or one JSON body), WebSocket frames and background jobs all start a response here; they differ
+only in where the batches go. Everything that can refuse the request raises `APIError` before any event,
+so a transport can still answer with a plain error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .api.errors import APIError
+from .composer import Composer
+from .generation import UpstreamError
+from .pipeline import OnFinal, run
+from .protocol.items import found_tools, normalize_input
+from .protocol.request import CreateResponse
+from .protocol.response import skeleton
+from .protocol.tools import normalize_tools
+from .state import resolve
+from .tools.history import lower_mcp
+from .upstreams.base import Call
+
+# (previous_response_id, this request's items, owner) → (history sent upstream, items as stored)
+Resolver = Callable[[str | None, list[dict], str], Awaitable[tuple[list[dict], list[dict]]]]
+
+
+@dataclass
+class Started:
+    """A response that has started: consume `batches` (each a list of events) to run it to its end."""
+
+    request: CreateResponse
+    composer: Composer
+    history: list[dict]  # the full input sent upstream
+    items: list[dict]  # this request's input items, with ids, as stored
+    owner: str
+    batches: AsyncIterator[list[dict]]
+
+    @property
+    def final(self) -> dict:
+        return self.composer.final
+
+
+async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolver | None = None,
+                then: OnFinal | None = None) -> Started:
+    """`state`: the app's state (settings, router, store). `resolver` replaces the store's history lookup
+    (a WebSocket connection keeps its last response in memory); `then` runs with the final response after it
+    is stored and before the terminal event is sent."""
+    settings, store = state.settings, state.store
+    upstream, upstream_model = state.router.pick(req.model)
+    items = normalize_input(req.input)
+    if resolver is None:
+        history, items = await resolve(store, req.previous_response_id, items, owner)
+    else:
+        history, items = await resolver(req.previous_response_id, items, owner)
+    tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
+                            found=found_tools(history))
+    call = Call(req, lower_mcp(history), tools, req.instructions, upstream_model)
+    include = req.include or ()
+    composer = Composer(
+        skeleton(req, tools),
+        logprobs="message.output_text.logprobs" in include,
+        encrypted_reasoning="reasoning.encrypted_content" in include,
+        reasoning_summary=bool(req.reasoning and (req.reasoning.summary or req.reasoning.generate_summary)
+                               not in (None, "none")),
+    )
+    loop = stream = None
+    if tools.mcp:  # tools are listed inside the stream first, so every step opens inside it
+        from .tools.loop import MCPLoop
+
+        loop = MCPLoop(call, history, upstream, allow_hosts=settings.mcp_hosts(), timeout=settings.mcp_timeout,
+                       max_rounds=settings.max_tool_rounds)
+    else:
+        try:
+            stream = await upstream.open(call)
+        except UpstreamError as exc:
+            raise APIError(exc.status, exc.message, type=exc.type, param=exc.param, code=exc.code) from None
+    save = store is not None and req.store is not False
+
+    async def on_final(final: dict) -> None:
+        if save:
+            await store.save(composer.stored(), items, owner)
+        if then is not None:
+            await then(final)
+
+    hook = on_final if save or then is not None else None
+    return Started(req, composer, history, items, owner, run(composer, stream, hook, loop))
