@@ -8,8 +8,8 @@ def test_text_rounds_up_to_whole_tokens():
 
 
 def test_estimate_counts_text_not_framing_keys():
-    short = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
-    long = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "x" * 400}]}
+    short = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "abcd"}]}
+    long = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "abcd" + "x" * 400}]}
     assert tokens.item_tokens(long) - tokens.item_tokens(short) == 100
     assert tokens.estimate([short, long]) == tokens.item_tokens(short) + tokens.item_tokens(long)
 
