@@ -87,10 +87,14 @@ def _first_text_upstream(buf: bytes) -> bool:
         start = i + 1
 
 
-async def one(session: aiohttp.ClientSession, url: str, body: bytes, gateway: bool) -> Sample:
+async def one(session: aiohttp.ClientSession, url: str, body: bytes, gateway: bool,
+              gaps: list[float] | None = None) -> Sample:
+    """One streamed request. With `gaps`, the time between consecutive reads that carry text tokens is
+    appended to it (the inter-token gap as the client sees it; only meaningful when the upstream paces)."""
     s = Sample()
     t0 = s.start = time.perf_counter()
     first_text = _first_text_gateway if gateway else _first_text_upstream
+    last_token = 0.0
     try:
         async with session.post(url, data=body, headers={"content-type": "application/json"}) as resp:
             if resp.status != 200:
@@ -115,8 +119,12 @@ async def one(session: aiohttp.ClientSession, url: str, body: bytes, gateway: bo
                         found = True
                         s.ttft = now - t0
                         head = b""
+                        last_token = now
                     elif len(head) > 4 * 1024 * 1024:
                         found = True  # give up looking; TTFT stays NaN
+                elif gaps is not None and first_text(data):
+                    gaps.append(now - last_token)
+                    last_token = now
                 window = carry + data[:64] if len(data) > 64 else carry + data
                 if not completed:
                     completed = COMPLETED in window or COMPLETED in data
@@ -141,42 +149,93 @@ class RunResult:
     samples: list[Sample] = field(default_factory=list)
     wall: float = 0.0
     client_cpu: float = 0.0
+    gaps: list[float] | None = None  # inter-token gaps (s) of all streams, when tracked
 
 
 def new_session(concurrency: int, hard: float) -> aiohttp.ClientSession:
+    """`concurrency` 0: no connection limit (open-loop arrivals)."""
     connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency, force_close=False)
     timeout = aiohttp.ClientTimeout(total=hard, sock_connect=10)
     return aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False,
                                  cookie_jar=aiohttp.DummyCookieJar())
 
 
+def endpoint(base_url: str, mode: str) -> str:
+    return base_url.rstrip("/") + (GATEWAY_PATH if mode == "gateway" else UPSTREAM_PATH)
+
+
 async def run_load(base_url: str, mode: str, requests: int, concurrency: int, body: bytes,
                    duration: float = 60.0, hard_deadline: float | None = None,
-                   session: aiohttp.ClientSession | None = None) -> RunResult:
-    """Stream `requests` requests, `concurrency` at a time. No new request starts after `duration` seconds;
-    requests still running at `hard_deadline` (default duration + 30 s) are cancelled and counted as failed.
-    With `session`, its (warm) connections are used; else a session of its own is opened and closed."""
+                   session: aiohttp.ClientSession | None = None, stagger: float = 0.0,
+                   gaps: bool = False) -> RunResult:
+    """Stream `requests` requests, `concurrency` at a time (closed loop: each worker sends its next request
+    when the previous one ends). No new request starts after `duration` seconds; requests still running at
+    `hard_deadline` (default duration + 30 s) are cancelled and counted as failed. With `session`, its
+    (warm) connections are used; else a session of its own is opened and closed. `stagger` seconds: the
+    workers' first requests are spread evenly over it instead of all leaving at once."""
     gateway = mode == "gateway"
-    url = base_url.rstrip("/") + (GATEWAY_PATH if gateway else UPSTREAM_PATH)
+    url = endpoint(base_url, mode)
     hard = (duration + 30.0) if hard_deadline is None else hard_deadline
     if session is None:
         async with new_session(concurrency, hard) as own:
-            return await run_load(base_url, mode, requests, concurrency, body, duration, hard, own)
-    result = RunResult()
+            return await run_load(base_url, mode, requests, concurrency, body, duration, hard, own, stagger, gaps)
+    result = RunResult(gaps=[] if gaps else None)
     remaining = requests
     start = time.perf_counter()
     cpu0 = _self_cpu()
+    workers = min(concurrency, requests)
 
-    async def worker() -> None:
+    async def worker(i: int) -> None:
         nonlocal remaining
+        if stagger:
+            await asyncio.sleep(stagger * i / workers)
         while remaining > 0 and time.perf_counter() - start < duration:
             remaining -= 1
             index = len(result.samples)
             result.samples.append(Sample(error="cancelled at the deadline"))  # until it finishes
-            result.samples[index] = await one(session, url, body, gateway)
+            result.samples[index] = await one(session, url, body, gateway, result.gaps)
 
-    tasks = [asyncio.create_task(worker()) for _ in range(min(concurrency, requests))]
-    _done, pending = await asyncio.wait(tasks, timeout=hard)
+    tasks = [asyncio.create_task(worker(i)) for i in range(workers)]
+    return await _finish(result, tasks, start, cpu0, hard)
+
+
+async def run_open(base_url: str, mode: str, rate: float, duration: float, body: bytes,
+                   session: aiohttp.ClientSession, hard_deadline: float | None = None, seed: int = 1,
+                   gaps: bool = True) -> RunResult:
+    """Open loop: requests arrive as a Poisson process of `rate` per second for `duration` seconds, each
+    sent when it arrives whatever is still running (as independent users do), so a slow server queues
+    work instead of slowing the arrivals. The same `seed` gives the same arrival times."""
+    import random
+
+    gateway = mode == "gateway"
+    url = endpoint(base_url, mode)
+    hard = (duration + 30.0) if hard_deadline is None else hard_deadline
+    rng = random.Random(seed)
+    result = RunResult(gaps=[] if gaps else None)
+    start = time.perf_counter()
+    cpu0 = _self_cpu()
+    tasks = []
+
+    async def request(index: int) -> None:
+        result.samples[index] = await one(session, url, body, gateway, result.gaps)
+
+    due = rng.expovariate(rate)
+    while due < duration:
+        delay = start + due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        result.samples.append(Sample(error="cancelled at the deadline"))
+        tasks.append(asyncio.create_task(request(len(result.samples) - 1)))
+        due += rng.expovariate(rate)
+    return await _finish(result, tasks, start, cpu0, hard)
+
+
+async def _finish(result: RunResult, tasks: list, start: float, cpu0: float, hard: float) -> RunResult:
+    if not tasks:
+        result.wall = time.perf_counter() - start
+        result.client_cpu = _self_cpu() - cpu0
+        return result
+    _done, pending = await asyncio.wait(tasks, timeout=max(0.1, hard - (time.perf_counter() - start)))
     for t in pending:
         t.cancel()
     if pending:
@@ -318,6 +377,9 @@ def summarize(result: RunResult, gateway_cpu: float | None = None, upstream_cpu:
         values = [getattr(s, name) for s in ok]
         for q in (50, 90, 99):
             out[f"{name}_p{q}_ms"] = percentile(values, q) * 1000.0
+    if result.gaps is not None:
+        for q in (50, 99, 99.9):
+            out[f"gap_p{q:g}_ms"] = percentile(result.gaps, q) * 1000.0
     if gateway_cpu is not None:
         out["gateway_cpu_s"] = gateway_cpu
         out["gateway_cpu_ms_per_request"] = 1000.0 * gateway_cpu / len(ok) if ok else float("nan")
@@ -333,25 +395,38 @@ def summarize(result: RunResult, gateway_cpu: float | None = None, upstream_cpu:
 
 async def measured(base_url: str, mode: str, requests: int, concurrency: int, body: bytes, *,
                    duration: float = 60.0, pid: int | None = None, upstream_pid: int | None = None,
-                   warmup: int | None = None, keep_samples: bool = False) -> dict:
+                   warmup: int | None = None, keep_samples: bool = False, stagger: float = 0.0,
+                   gaps: bool = False, open_rate: float | None = None, fresh: bool = False) -> dict:
     """One load case: warm-up (one round at this concurrency, not recorded), then the measured run with the
-    CPU of the gateway (`pid` and its children) and of the upstream read around it."""
-    async with new_session(concurrency, duration + 30.0) as session:
-        return await _measured(base_url, mode, requests, concurrency, body, duration, pid, upstream_pid,
-                               concurrency if warmup is None else warmup, keep_samples, session)
+    CPU of the gateway (`pid` and its children) and of the upstream read around it.
+
+    `open_rate` (requests/s): the recorded run is open-loop Poisson arrivals for `duration` s instead of
+    `requests` closed-loop requests. `fresh`: no warm-up, and the recorded requests open new connections
+    (a burst of new users). `gaps`: record inter-token gaps."""
+    limit = 0 if open_rate else concurrency
+    async with new_session(limit, duration + 30.0) as session:
+        warm = 0 if fresh else (concurrency if warmup is None else warmup)
+        if warm:  # also opens the connections the recorded run uses
+            await run_load(base_url, mode, warm, concurrency, body, duration=duration, session=session,
+                           stagger=stagger)
+
+        async def recorded() -> RunResult:
+            if open_rate:
+                return await run_open(base_url, mode, open_rate, duration, body, session, gaps=gaps)
+            return await run_load(base_url, mode, requests, concurrency, body, duration=duration,
+                                  session=session, stagger=stagger, gaps=gaps)
+
+        return await _measured(recorded, pid, upstream_pid, keep_samples)
 
 
-async def _measured(base_url, mode, requests, concurrency, body, duration, pid, upstream_pid, warm,
-                    keep_samples, session) -> dict:
-    if warm:  # also opens the connections the recorded run uses
-        await run_load(base_url, mode, warm, concurrency, body, duration=duration, session=session)
+async def _measured(recorded, pid, upstream_pid, keep_samples) -> dict:
     pids = tree(pid) if pid else []
     if pids:
         reset_peak_rss(pids)
     g0 = cpu_seconds(pids) if pids else None
     u0 = cpu_seconds([upstream_pid]) if upstream_pid else None
     m0 = machine_busy_seconds()
-    result = await run_load(base_url, mode, requests, concurrency, body, duration=duration, session=session)
+    result = await recorded()
     m1 = machine_busy_seconds()
     g1 = cpu_seconds(pids) if pids else None
     u1 = cpu_seconds([upstream_pid]) if upstream_pid else None

@@ -1,19 +1,23 @@
 """The benchmark: one command, one machine, one invocation — the upstream alone ("limit") and the gateway in front.
 
-    python -m bench.run                      # the full run (about 3–4 minutes on 2 cores)
+    python -m bench.run                      # the full run (about 7–8 minutes on 2 cores)
     python -m bench.run --quick              # a smoke run of a few seconds
-    python -m bench.run --profile 10         # and a py-spy profile of the gateway under load at the top C
+    python -m bench.run --profile 10         # and a py-spy profile of the gateway under paced load
 
 Starts `python -m bench.fake_upstream` and `python -m responses_gateway serve` (SQLite store in a temp dir) as
-separate processes on loopback, waits for them, then measures:
+separate processes on loopback, waits for them, then, in each layout (pinned: the gateway alone on one CPU,
+the load generator and the upstream on the other; unpinned: all on all CPUs), measures:
 
   * direct   — the load generator straight at the fake upstream, C = 1, 16, 64;
   * gateway  — the same load through the gateway, `store: false` and `store: true`, C = 1, 16, 64;
   * ttft     — C = 1 with a 5 ms/token upstream, direct and through the gateway (added time to first token);
-  * paced    — the top C with a 5 ms/token upstream: the CPU per response when tokens come one by one.
+  * paced    — 100 tokens at 20 ms/token, C = 64 and 256, closed loop: CPU per token, inter-token gaps;
+  * open     — the same pace, Poisson arrivals at 80% of the gateway's capacity: added TTFT under queueing;
+  * burst    — 256 requests at once on new connections: added TTFT p99;
 
-Writes bench/results/<timestamp>.md and .json, prints the table and PASS/MISS for each target of issue 7.
-See bench/README.md.
+then, in the first layout, the growth cases (bench/growth.py): a 200-turn chain, a 1 MiB input, 500 tools,
+a 100-item MCP tool list. Writes bench/results/<timestamp>.md and .json, prints the table and PASS/MISS for
+each target. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -34,20 +38,27 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
-from . import load
+from . import layout, load
+from .growth import run_growth
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 
 CLEAN_OTHER_PCT = 30.0  # a run is "clean" when less than this (% of a core) went outside our processes
-QUICK = dict(requests=16, concurrency="1,4", tokens=64, ttft_requests=8, ttft_tokens=4, paced_requests=8,
-             duration=10.0, repeat=1, wait_quiet=0.0)
-FULL = dict(requests=1000, concurrency="1,16,64", tokens=256, ttft_requests=200, ttft_tokens=16, paced_requests=192,
-            duration=30.0, repeat=3, wait_quiet=30.0)
+QUICK = dict(requests=16, concurrency="1,4", tokens=64, ttft_requests=8, ttft_tokens=4, duration=10.0, repeat=1,
+             wait_quiet=0.0, paced_concurrency="4,8", paced_tokens=8, paced_delay_ms=5.0, paced_rounds=2,
+             open_duration=1.0, burst=8, burst_repeat=1, growth_requests=4, chain_depth=5, big_input_kib=16,
+             tools=20, mcp_tools=10)
+FULL = dict(requests=1000, concurrency="1,16,64", tokens=256, ttft_requests=200, ttft_tokens=16, duration=30.0,
+            repeat=3, wait_quiet=30.0, paced_concurrency="64,256", paced_tokens=100, paced_delay_ms=20.0,
+            paced_rounds=3, open_duration=10.0, burst=256, burst_repeat=3, growth_requests=20, chain_depth=200,
+            big_input_kib=1024, tools=500, mcp_tools=100)
 
 
 # -- processes ---------------------------------------------------------------------------------------------
@@ -169,38 +180,61 @@ def _git(*args: str) -> str:
 
 # -- the cases ---------------------------------------------------------------------------------------------
 
-async def run_cases(opts, up_url: str, up_pid: int, gw_url: str, gw_pid: int, say) -> list[dict]:
-    """Every case; throughput cases `--repeat` times, interleaved, keeping the run with the median req/s."""
+@dataclass
+class Bench:
+    """What every case needs: the two servers, their pids, the options, the current layout."""
 
-    async def case(name: str, mode: str, c: int, n: int, store: bool | None, delay: float, tok: int) -> dict:
+    opts: argparse.Namespace
+    up_url: str
+    up_pid: int
+    gw_url: str
+    gw_pid: int
+    say: Callable[[str], None]
+    layout: str = "unpinned"
+
+    def upstream(self, **config) -> None:
+        post_json(f"{self.up_url}/_bench/config", config)
+
+    async def case(self, name: str, mode: str, c: int, n: int, store: bool | None, delay: float, tok: int,
+                   kind: str, **kw) -> dict:
+        """One measured case (see load.measured for `kw`: stagger, gaps, open_rate, fresh, warmup)."""
         body = load.request_body(mode, store=bool(store))
-        base = gw_url if mode == "gateway" else up_url
-        summary = await load.measured(base, mode, n, c, body, duration=opts.duration,
-                                      pid=gw_pid if mode == "gateway" else None, upstream_pid=up_pid,
-                                      warmup=c if delay == 0 else 2, keep_samples=True)
+        base = self.gw_url if mode == "gateway" else self.up_url
+        kw.setdefault("warmup", c if delay == 0 else 2)
+        summary = await load.measured(base, mode, n, c, body, duration=kw.pop("duration", self.opts.duration),
+                                      pid=self.gw_pid if mode == "gateway" else None, upstream_pid=self.up_pid,
+                                      keep_samples=True, **kw)
         samples = summary.pop("samples")
         if c == 1:
-            summary.update(split_ttft(samples, get_json(f"{up_url}/_bench/stats")["timeline"]))
-        say(f"  {name:<22} C={c:<3} {summary['ok']:>5}/{summary['requests']:<5} ok  "
-            f"{summary['requests_per_s']:8.1f} req/s {summary['events_per_s']:9.0f} ev/s  "
-            f"TTFT p50 {summary['ttft_p50_ms']:7.2f} ms"
-            + (f"  CPU {summary['gateway_cpu_ms_per_request']:.2f} ms/req" if mode == "gateway" else "")
-            + f"  other {summary.get('unattributed_cpu_pct', float('nan')):.0f}%"
-            + (f"  [{summary['first_error']}]" if summary["first_error"] else ""))
+            summary.update(split_ttft(samples, get_json(f"{self.up_url}/_bench/stats")["timeline"]))
+        if mode == "gateway" and summary["ok"]:
+            summary["gateway_cpu_us_per_token"] = 1e6 * summary["gateway_cpu_s"] / (summary["ok"] * tok)
+        self.say(f"  [{self.layout[:3]}] {name:<24} C={c:<3} {summary['ok']:>5}/{summary['requests']:<5} ok  "
+                 f"{summary['requests_per_s']:8.1f} req/s {summary['events_per_s']:9.0f} ev/s  "
+                 f"TTFT p50/p99 {summary['ttft_p50_ms']:6.2f}/{summary['ttft_p99_ms']:6.2f} ms"
+                 + (f"  CPU {summary['gateway_cpu_ms_per_request']:.2f} ms/req "
+                    f"{summary['gateway_cpu_us_per_token']:.1f} µs/tok" if mode == "gateway" and summary["ok"] else "")
+                 + (f"  gap p99 {summary['gap_p99_ms']:.2f} ms" if "gap_p99_ms" in summary else "")
+                 + f"  other {summary.get('unattributed_cpu_pct', float('nan')):.0f}%"
+                 + (f"  [{summary['first_error']}]" if summary["first_error"] else ""))
         return {"case": name, "mode": mode, "concurrency": c, "store": store, "tokens": tok, "delay_ms": delay,
-                **summary}
+                "kind": kind, "layout": self.layout, **summary}
 
+
+async def run_cases(b: Bench) -> list[dict]:
+    """Every case of one layout: throughput cases `--repeat` times, interleaved, keeping the run with the
+    median req/s; then time to first token at C = 1, the paced scenario, open-loop arrivals and bursts."""
+    opts = b.opts
     specs = [("direct (limit)", "upstream", c, None) for c in opts.concurrency_list]
     specs += [(f"gateway store={'true' if store else 'false'}", "gateway", c, store)
               for c in opts.concurrency_list for store in (False, True)]
     runs: dict[int, list[dict]] = {i: [] for i in range(len(specs))}
-    post_json(f"{up_url}/_bench/config", {"tokens": opts.tokens, "delay_ms": 0.0,
-                                          "tokens_per_chunk": opts.tokens_per_chunk})
+    b.upstream(tokens=opts.tokens, delay_ms=0.0, tokens_per_chunk=opts.tokens_per_chunk)
     for r in range(opts.repeat):
         if opts.repeat > 1:
-            say(f" round {r + 1}/{opts.repeat}")
+            b.say(f" round {r + 1}/{opts.repeat}")
         for i, (name, mode, c, store) in enumerate(specs):
-            runs[i].append(await case(name, mode, c, opts.requests, store, 0.0, opts.tokens))
+            runs[i].append(await b.case(name, mode, c, opts.requests, store, 0.0, opts.tokens, "throughput"))
     cases = []
     for i in range(len(specs)):
         # The median run (the lower one of an even count) among the runs that had the machine to themselves
@@ -210,30 +244,58 @@ async def run_cases(opts, up_url: str, up_pid: int, gw_url: str, gw_pid: int, sa
         row = dict(ordered[(len(ordered) - 1) // 2])
         row["runs_requests_per_s"] = [x["requests_per_s"] for x in runs[i]]
         row["clean_runs"] = len(clean)
-        row["kind"] = "throughput"
         cases.append(row)
     if opts.ttft_requests > 0:
-        post_json(f"{up_url}/_bench/config", {"tokens": opts.ttft_tokens, "delay_ms": opts.ttft_delay_ms})
+        b.upstream(tokens=opts.ttft_tokens, delay_ms=opts.ttft_delay_ms)
         for name, mode, store in (("ttft direct", "upstream", None), ("ttft gateway", "gateway", False)):
-            row = await case(f"{name} {opts.ttft_delay_ms:g}ms/tok", mode, 1, opts.ttft_requests, store,
-                             opts.ttft_delay_ms, opts.ttft_tokens)
-            row["runs_requests_per_s"] = [row["requests_per_s"]]
-            row["kind"] = "ttft"
-            cases.append(row)
-        post_json(f"{up_url}/_bench/config", {"tokens": opts.tokens, "delay_ms": 0.0})
-    if opts.paced_requests > 0:
-        # Tokens arriving one by one, as from a real model: the cost per token is then a wake-up, not a
-        # share of a batch. No target; it shows what the CPU figures become at a model's pace.
-        top = max(opts.concurrency_list)
-        post_json(f"{up_url}/_bench/config", {"tokens": opts.tokens, "delay_ms": opts.ttft_delay_ms})
-        for name, mode, store in (("paced direct", "upstream", None), ("paced gateway", "gateway", False)):
-            row = await case(f"{name} {opts.ttft_delay_ms:g}ms/tok", mode, top, opts.paced_requests, store,
-                             opts.ttft_delay_ms, opts.tokens)
-            row["runs_requests_per_s"] = [row["requests_per_s"]]
-            row["kind"] = "paced"
-            cases.append(row)
-        post_json(f"{up_url}/_bench/config", {"tokens": opts.tokens, "delay_ms": 0.0})
+            cases.append(await b.case(f"{name} {opts.ttft_delay_ms:g}ms/tok", mode, 1, opts.ttft_requests, store,
+                                      opts.ttft_delay_ms, opts.ttft_tokens, "ttft"))
+    if opts.paced_rounds > 0:
+        cases += await paced_cases(b)
+    b.upstream(tokens=opts.tokens, delay_ms=0.0)
     return cases
+
+
+async def paced_cases(b: Bench) -> list[dict]:
+    """Tokens at a model's pace (`--paced-delay-ms` per token): the cost per token is a wake-up, not a share
+    of a batch. Closed loop at each `--paced-concurrency` (first requests spread over one response time, so
+    that arrivals are not one synchronised wave), open-loop Poisson arrivals at `--open-load` of the
+    gateway's capacity, and bursts of `--burst` requests on new connections. Each gateway case is paired
+    with the same load straight at the upstream, in the same run: the *added* figures are the differences."""
+    opts = b.opts
+    tok, delay = opts.paced_tokens, opts.paced_delay_ms
+    span = tok * delay / 1000.0  # one response's duration
+    b.upstream(tokens=tok, delay_ms=delay, tokens_per_chunk=1)
+    out = []
+    for c in opts.paced_concurrency_list:
+        for name, mode, store in (("paced direct", "upstream", None), ("paced gateway", "gateway", opts.paced_store)):
+            out.append(await b.case(f"{name} {delay:g}ms/tok", mode, c, c * opts.paced_rounds, store, delay, tok,
+                                    "paced", stagger=span, gaps=True, warmup=c))
+    top = _find(out, "gateway", max(opts.paced_concurrency_list), kind="paced")
+    if opts.open_duration > 0 and top and top["ok"] and top.get("gateway_cpu_s"):
+        # Capacity: responses per second one core of the gateway can serve at this pace, from the CPU per
+        # response of the closed-loop case just run.
+        capacity = top["ok"] / top["gateway_cpu_s"]
+        rate = min(opts.open_load * capacity, opts.open_max_rate)
+        b.say(f"  open loop: capacity {capacity:.0f} responses/s per gateway core; arrivals at {rate:.0f}/s "
+              f"({100 * rate / capacity:.0f}% of it)")
+        for name, mode, store in (("open direct", "upstream", None), ("open gateway", "gateway", opts.paced_store)):
+            row = await b.case(f"{name} {delay:g}ms/tok", mode, max(1, int(rate * span)), 0, store, delay, tok,
+                               "open", open_rate=rate, gaps=True, duration=opts.open_duration,
+                               warmup=max(1, int(rate * span)), stagger=span)
+            row.update(arrival_rate=rate, capacity_per_core=capacity)
+            out.append(row)
+    if opts.burst > 0:
+        for name, mode, store in (("burst direct", "upstream", None), ("burst gateway", "gateway", opts.paced_store)):
+            bursts = []
+            for _ in range(opts.burst_repeat):
+                bursts.append(await b.case(f"{name} {delay:g}ms/tok", mode, opts.burst, opts.burst, store, delay,
+                                           tok, "burst", fresh=True))
+            ordered = sorted(bursts, key=lambda row: row["ttft_p99_ms"])
+            row = dict(ordered[(len(ordered) - 1) // 2])
+            row["runs_ttft_p99_ms"] = [x["ttft_p99_ms"] for x in bursts]
+            out.append(row)
+    return out
 
 
 def split_ttft(samples: list, timeline: list) -> dict:
@@ -271,7 +333,7 @@ def wait_quiet(seconds: float, say, threshold: float = 25.0) -> float:
         say(f"  waiting for a quiet machine ({busy:.0f}% of a core busy) ...")
 
 
-# -- targets (issue 7) ---------------------------------------------------------------------------------------
+# -- targets -------------------------------------------------------------------------------------------------
 
 def _find(cases: list[dict], mode: str, c: int | None = None, store: bool | None = None,
           kind: str = "throughput") -> dict | None:
@@ -282,7 +344,10 @@ def _find(cases: list[dict], mode: str, c: int | None = None, store: bool | None
     return None
 
 
-def targets(cases: list[dict], opts) -> list[dict]:
+def targets(all_cases: list[dict], opts, growth: dict | None = None, idle_rss: float | None = None) -> list[dict]:
+    """Each target computed within the run, in the first layout run (pinned where the machine allows)."""
+    judged = opts.layouts[0]
+    cases = [r for r in all_cases if r.get("layout", judged) == judged]
     out = []
     top = max(opts.concurrency_list)
     note_c = "" if top == 64 else f" (C={top}: C=64 not run)"
@@ -292,38 +357,62 @@ def targets(cases: list[dict], opts) -> list[dict]:
             detail: str = "") -> None:
         if value is None or value != value:
             out.append({"target": name, "value": None, "limit": limit, "unit": unit, "result": "N/A",
-                        "detail": detail})
+                        "detail": detail, "higher_is_better": higher_is_better, "layout": judged})
             return
         ok = value >= limit if higher_is_better else value <= limit
-        out.append({"target": name, "value": value, "limit": limit, "unit": unit,
-                    "result": "PASS" if ok else "MISS", "detail": detail})
+        out.append({"target": name, "value": value, "limit": limit, "unit": unit, "higher_is_better": higher_is_better,
+                    "result": "PASS" if ok else "MISS", "detail": detail, "layout": judged})
 
-    direct, gw = _find(cases, "upstream", top), _find(cases, "gateway", top, False)
-    add(f"gateway events/s at C={top} vs direct", 100 * gw["events_per_s"] / direct["events_per_s"]
-        if direct and gw and direct["events_per_s"] else None, 25.0, "% of direct", True,
-        f"{gw['events_per_s']:.0f} vs {direct['events_per_s']:.0f} events/s{note_c}" if direct and gw else "")
-    d_ttft, g_ttft = _find(cases, "upstream", 1, None, "ttft"), _find(cases, "gateway", 1, False, "ttft")
-    for q, limit in ((50, 1.0), (99, 3.0)):
-        value = (g_ttft[f"ttft_p{q}_ms"] - d_ttft[f"ttft_p{q}_ms"]) if d_ttft and g_ttft else None
-        detail = f"{g_ttft[f'ttft_p{q}_ms']:.2f} vs {d_ttft[f'ttft_p{q}_ms']:.2f} ms" if value is not None else ""
-        if value is not None and f"to_upstream_p{q}_ms" in g_ttft and f"to_upstream_p{q}_ms" in d_ttft:
-            detail += (f"; added before the upstream "
-                       f"{g_ttft[f'to_upstream_p{q}_ms'] - d_ttft[f'to_upstream_p{q}_ms']:.2f} ms, after it "
-                       f"{g_ttft[f'from_upstream_p{q}_ms'] - d_ttft[f'from_upstream_p{q}_ms']:.2f} ms")
-        add(f"added TTFT p{q} at C=1, {opts.ttft_delay_ms:g} ms/token", value, limit, "ms", detail=detail)
-    cpu_rows = [r for r in cases if r["mode"] == "gateway" and r["kind"] == "throughput" and r["store"] is False]
-    worst = max(cpu_rows, key=lambda r: r["gateway_cpu_ms_per_request"], default=None)
-    add("gateway CPU per streamed response (worst C, store=false)",
-        worst["gateway_cpu_ms_per_request"] if worst else None, 4.0, "ms",
-        detail=(f"C={worst['concurrency']}; {worst['gateway_cpu_us_per_event']:.1f} µs/event" if worst else "")
-        + note_tok)
-    rss_rows = [r for r in cases if r["mode"] == "gateway" and r["concurrency"] == top and r["kind"] == "throughput"]
-    add(f"gateway peak RSS at C={top}", max((r["gateway_peak_rss_mib"] for r in rss_rows), default=None),
-        80.0, "MiB", detail=f"max of store=false/true{note_c}")
-    st = _find(cases, "gateway", top, True)
+    def diff(a: dict | None, b: dict | None, key: str) -> float | None:
+        return a[key] - b[key] if a and b and key in a and key in b else None
+
+    direct, gw, st = _find(cases, "upstream", top), _find(cases, "gateway", top, False), _find(cases, "gateway", top, True)
+    add(f"gateway events/s at C={top}, store on, vs direct",
+        100 * st["events_per_s"] / direct["events_per_s"] if direct and st and direct["events_per_s"] else None,
+        40.0, "% of direct", True,
+        f"{st['events_per_s']:.0f} vs {direct['events_per_s']:.0f} events/s; store off "
+        f"{100 * gw['events_per_s'] / direct['events_per_s']:.0f}%{note_c}" if direct and st and gw else "")
+    add(f"gateway CPU per streamed response at C={top}, store on", st["gateway_cpu_ms_per_request"] if st else None,
+        2.5, "ms", detail=(f"{st['gateway_cpu_us_per_event']:.1f} µs/event; store off "
+                           f"{gw['gateway_cpu_ms_per_request']:.2f} ms" if st and gw else "") + note_tok)
     add(f"store=true throughput cost at C={top}",
         100 * (1 - st["requests_per_s"] / gw["requests_per_s"]) if st and gw and gw["requests_per_s"] else None,
         10.0, "%", detail=f"{st['requests_per_s']:.0f} vs {gw['requests_per_s']:.0f} req/s" if st and gw else "")
+    d_ttft, g_ttft = _find(cases, "upstream", 1, None, "ttft"), _find(cases, "gateway", 1, False, "ttft")
+    for q, limit in ((50, 1.0), (99, 3.0)):
+        value = diff(g_ttft, d_ttft, f"ttft_p{q}_ms")
+        detail = f"{g_ttft[f'ttft_p{q}_ms']:.2f} vs {d_ttft[f'ttft_p{q}_ms']:.2f} ms" if value is not None else ""
+        before, after = diff(g_ttft, d_ttft, f"to_upstream_p{q}_ms"), diff(g_ttft, d_ttft, f"from_upstream_p{q}_ms")
+        if before is not None and after is not None:
+            detail += f"; added before the upstream {before:.2f} ms, after it {after:.2f} ms"
+        add(f"added TTFT p{q} at C=1, {opts.ttft_delay_ms:g} ms/token", value, limit, "ms", detail=detail)
+
+    ptop = max(opts.paced_concurrency_list)
+    pace = f"{opts.paced_delay_ms:g} ms/token"
+    pd, pg = _find(cases, "upstream", ptop, kind="paced"), _find(cases, "gateway", ptop, kind="paced")
+    note_p = "" if ptop == 256 else f" (C={ptop}: C=256 not run)"
+    add(f"paced C={ptop} at {pace}: gateway CPU per token", pg.get("gateway_cpu_us_per_token") if pg else None,
+        30.0, "µs", detail=(f"{pg['gateway_cpu_pct']:.0f}% of a core for {pg['ok'] * pg['tokens'] / pg['wall_s']:.0f} "
+                            f"tokens/s" if pg and pg["ok"] else "") + note_p)
+    add(f"paced C={ptop}: added inter-token gap p99", diff(pg, pd, "gap_p99_ms"), 2.0, "ms",
+        detail=f"{pg['gap_p99_ms']:.2f} vs {pd['gap_p99_ms']:.2f} ms" if pg and pd else "")
+    rss = pg.get("gateway_peak_rss_mib") if pg else None
+    add(f"gateway peak RSS with {ptop} streams", rss, 80.0, "MiB",
+        detail=(f"{1024 * (rss - idle_rss) / ptop:.0f} KiB per stream above the idle {idle_rss:.0f} MiB"
+                if rss and idle_rss else "") + note_p)
+    od, og = _find(cases, "upstream", kind="open"), _find(cases, "gateway", kind="open")
+    add(f"open-loop arrivals at {100 * opts.open_load:g}% of capacity: added TTFT p99", diff(og, od, "ttft_p99_ms"),
+        10.0, "ms", detail=(f"{og['arrival_rate']:.0f} arrivals/s (capacity {og['capacity_per_core']:.0f}/s per core); "
+                            f"{og['ttft_p99_ms']:.1f} vs {od['ttft_p99_ms']:.1f} ms; gap p99 added "
+                            f"{og['gap_p99_ms'] - od['gap_p99_ms']:.2f} ms" if og and od else ""))
+    bd, bg = _find(cases, "upstream", kind="burst"), _find(cases, "gateway", kind="burst")
+    add(f"burst of {opts.burst}: added TTFT p99", diff(bg, bd, "ttft_p99_ms"), 100.0, "ms",
+        detail=(f"{bg['ttft_p99_ms']:.1f} vs {bd['ttft_p99_ms']:.1f} ms (p50 {bg['ttft_p50_ms']:.1f} vs "
+                f"{bd['ttft_p50_ms']:.1f}); median burst of {len(bg['runs_ttft_p99_ms'])}" if bg and bd else ""))
+    chain = (growth or {}).get("chain")
+    add(f"chain depth {opts.chain_depth} resolves (store history, p50)", chain["p50_ms"] if chain else None, 5.0, "ms",
+        detail=f"{chain['items']} items in {chain['statements']} SQL statement(s); p99 {chain['p99_ms']:.2f} ms"
+        if chain else "")
     return out
 
 
@@ -341,36 +430,40 @@ def median_of(values: list[float]) -> float:
 
 
 def table(cases: list[dict]) -> str:
-    head = ("| case | C | ok/req | req/s | events/s | TTFB p50 / p99 ms | TTFT p50 / p90 / p99 ms | "
-            "total p50 / p99 ms | gw CPU ms/req | gw µs/event | gw peak RSS MiB | upstream CPU % | "
-            "loadgen CPU % | other CPU % | client reads/req | clean runs |")
+    head = ("| layout | case | C | ok/req | req/s | events/s | TTFB p50 / p99 ms | TTFT p50 / p90 / p99 ms | "
+            "total p50 / p99 ms | gap p50 / p99 ms | gw CPU ms/req | gw µs/event | gw µs/token | gw CPU % | "
+            "gw peak RSS MiB | upstream CPU % | loadgen CPU % | other CPU % | client reads/req | clean runs |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in cases:
         gw = r["mode"] == "gateway"
+
+        def g(key: str, fmt: str, r=r, gw=gw) -> str:
+            return fmt_num(r.get(key), fmt) if gw else "–"
         lines.append(
-            f"| {r['case']} | {r['concurrency']} | {r['ok']}/{r['requests']} | {fmt_num(r['requests_per_s'])} | "
-            f"{fmt_num(r['events_per_s'], '.0f')} | {fmt_num(r['ttfb_p50_ms'], '.2f')} / {fmt_num(r['ttfb_p99_ms'], '.2f')} | "
+            f"| {r.get('layout', '–')} | {r['case']} | {r['concurrency']} | {r['ok']}/{r['requests']} | "
+            f"{fmt_num(r['requests_per_s'])} | {fmt_num(r['events_per_s'], '.0f')} | "
+            f"{fmt_num(r['ttfb_p50_ms'], '.2f')} / {fmt_num(r['ttfb_p99_ms'], '.2f')} | "
             f"{fmt_num(r['ttft_p50_ms'], '.2f')} / {fmt_num(r['ttft_p90_ms'], '.2f')} / {fmt_num(r['ttft_p99_ms'], '.2f')} | "
             f"{fmt_num(r['total_p50_ms'], '.1f')} / {fmt_num(r['total_p99_ms'], '.1f')} | "
-            f"{fmt_num(r.get('gateway_cpu_ms_per_request'), '.2f') if gw else '–'} | "
-            f"{fmt_num(r.get('gateway_cpu_us_per_event'), '.1f') if gw else '–'} | "
-            f"{fmt_num(r.get('gateway_peak_rss_mib'), '.1f') if gw else '–'} | "
+            f"{fmt_num(r.get('gap_p50_ms'), '.2f')} / {fmt_num(r.get('gap_p99_ms'), '.2f')} | "
+            f"{g('gateway_cpu_ms_per_request', '.2f')} | {g('gateway_cpu_us_per_event', '.1f')} | "
+            f"{g('gateway_cpu_us_per_token', '.1f')} | {g('gateway_cpu_pct', '.0f')} | {g('gateway_peak_rss_mib', '.1f')} | "
             f"{fmt_num(r.get('upstream_cpu_pct'), '.0f')} | {fmt_num(r['client_cpu_pct'], '.0f')} | "
             f"{fmt_num(r.get('unattributed_cpu_pct'), '.0f')} | {fmt_num(r.get('reads_per_request'), '.0f')} | "
-            f"{r.get('clean_runs', '–')}/{len(r.get('runs_requests_per_s', ()))} |")
+            f"{r.get('clean_runs', '–')}/{len(r.get('runs_requests_per_s', ())) or 1} |")
     return "\n".join(lines)
 
 
 def targets_table(rows: list[dict]) -> str:
     lines = ["| target | measured | limit | result | detail |", "|---|---|---|---|---|"]
     for t in rows:
-        op = "≥" if "events/s" in t["target"] else "≤"
+        op = "≥" if t.get("higher_is_better") else "≤"
         lines.append(f"| {t['target']} | {fmt_num(t['value'], '.2f')} {t['unit']} | {op} {t['limit']:g} {t['unit']} | "
                      f"**{t['result']}** | {t['detail']} |")
     return "\n".join(lines)
 
 
-def markdown(meta: dict, cases: list[dict], tgts: list[dict], profile: dict | None) -> str:
+def markdown(meta: dict, cases: list[dict], tgts: list[dict], profile: dict | None, growth: dict | None = None) -> str:
     m = meta["machine"]
     o = meta["options"]
     parts = [
@@ -383,9 +476,14 @@ def markdown(meta: dict, cases: list[dict], tgts: list[dict], profile: dict | No
         f"Upstream: fake Chat Completions (`bench/fake_upstream.py`), {o['tokens']} tokens per response, "
         f"{o['tokens_per_chunk']} token(s) per chunk, no delay; TTFT cases {o['ttft_tokens']} tokens at "
         f"{o['ttft_delay_ms']:g} ms/token. {o['requests']} requests per throughput case "
-        f"({o['ttft_requests']} per TTFT case); *paced* cases: {o['tokens']} tokens at {o['ttft_delay_ms']:g} "
-        f"ms/token at the top C, {o['paced_requests']} requests (no target: the cost per token when tokens "
-        "arrive one by one). Each case after an unrecorded warm-up round. Events are SSE frames "
+        f"({o['ttft_requests']} per TTFT case). *Paced* cases: {o['paced_tokens']} tokens at "
+        f"{o['paced_delay_ms']:g} ms/token, store={str(o['paced_store']).lower()}: closed loop at C = "
+        f"{o['paced_concurrency']} ({o['paced_rounds']} requests per stream, first requests spread over one "
+        f"response time), *open* = Poisson arrivals at {100 * o['open_load']:g}% of the gateway's capacity "
+        f"(at most {o['open_max_rate']:g}/s) for {o['open_duration']:g} s, *burst* = {o['burst']} requests at once on "
+        f"new connections (median of {o['burst_repeat']} bursts by TTFT p99). *Gap* = time between consecutive "
+        "client reads carrying text. Layouts: " + "; ".join(meta.get("layouts", {}).values()) + ". "
+        "Each case after an unrecorded warm-up round. Events are SSE frames "
         "(`[DONE]` included). CPU and peak RSS are the gateway process's, over the recorded run only; CPU % "
         "columns are percent of one core; *other CPU %* is machine-wide busy time not charged to the three "
         f"processes (other work on the machine, kernel softirq). Throughput cases: median of {o['repeat']} "
@@ -393,10 +491,14 @@ def markdown(meta: dict, cases: list[dict], tgts: list[dict], profile: dict | No
         "",
         table(cases),
         "",
-        "## Targets (issue 7)",
+        f"## Targets (judged in the {tgts[0]['layout'] if tgts else '?'} layout)",
         "",
         targets_table(tgts),
     ]
+    if growth:
+        from .growth import markdown as growth_markdown
+
+        parts += ["", "## Growth (pinned as above, C = 1, store false unless chained)", "", growth_markdown(growth)]
     split = [r for r in cases if "to_upstream_p50_ms" in r]
     if split:
         parts += ["", "Time to first token at C = 1, split with the upstream's clock (same CLOCK_MONOTONIC): "
@@ -504,7 +606,8 @@ def _area(frame: str) -> str:
 
 
 def profile_markdown(p: dict) -> str:
-    lines = [f"## Profile: py-spy, gateway under load (C={p['concurrency']}, store=false, {p['seconds']:g} s, "
+    lines = [f"## Profile: py-spy, gateway under load ({p.get('case', 'throughput')}, C={p['concurrency']}, "
+             f"store={str(p.get('store', False)).lower()}, {p['seconds']:g} s, "
              f"{p['samples']} non-idle samples, {p['requests_per_s']:.0f} req/s while sampling)", "",
              f"Raw collapsed stacks: `{p['raw']}` (open in speedscope, or `flamegraph.pl`).", "",
              "Self: samples whose innermost Python frame is the function (time in C code it calls — orjson, "
@@ -522,20 +625,31 @@ def profile_markdown(p: dict) -> str:
     return "\n".join(lines)
 
 
-async def profile_gateway(opts, gw_url: str, gw_pid: int, out: Path, say) -> dict | None:
+async def profile_gateway(b: Bench, out: Path) -> dict | None:
+    opts, say = b.opts, b.say
     spy = find_py_spy()
     if spy is None:
         say("  py-spy not found (pip install py-spy): no profile")
         return None
-    c = max(opts.concurrency_list)
-    argv = [spy, "record", "--pid", str(gw_pid), "--duration", str(int(opts.profile)), "--rate", "250",
+    paced = opts.profile_case == "paced"
+    c = max(opts.paced_concurrency_list if paced else opts.concurrency_list)
+    argv = [spy, "record", "--pid", str(b.gw_pid), "--duration", str(int(opts.profile)), "--rate", "250",
             "--format", "raw", "--nolineno", "--nonblocking", "-o", str(out)]
     if opts.workers > 1:
         argv.append("--subprocesses")
-    spy_proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    await asyncio.sleep(1.0)  # attach
-    body = load.request_body("gateway", store=False)
-    result = await load.run_load(gw_url, "gateway", 1_000_000, c, body, duration=opts.profile)
+    store = opts.paced_store if paced else False
+    if paced:
+        b.upstream(tokens=opts.paced_tokens, delay_ms=opts.paced_delay_ms, tokens_per_chunk=1)
+    body = load.request_body("gateway", store=store)
+    async with load.new_session(c, opts.profile + 60) as session:  # warm connections, streams in full flow
+        if paced:
+            await load.run_load(b.gw_url, "gateway", c, c, body, duration=opts.profile, session=session,
+                                stagger=opts.paced_tokens * opts.paced_delay_ms / 1000)
+        spy_proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        await asyncio.sleep(1.0)  # attach
+        result = await load.run_load(b.gw_url, "gateway", 1_000_000, c, body, duration=opts.profile,
+                                     session=session)
+    b.upstream(tokens=opts.tokens, delay_ms=0.0)
     try:
         _, err = await asyncio.to_thread(spy_proc.communicate, timeout=opts.profile + 30)
     except subprocess.TimeoutExpired:
@@ -547,7 +661,8 @@ async def profile_gateway(opts, gw_url: str, gw_pid: int, out: Path, say) -> dic
     summary = summarize_collapsed(out.read_text(errors="replace"))
     ok = sum(1 for s in result.samples if s.ok)
     summary.update(concurrency=c, seconds=opts.profile, raw=str(out.relative_to(ROOT)) if out.is_relative_to(ROOT)
-                   else str(out), requests_per_s=ok / result.wall if result.wall else 0.0)
+                   else str(out), requests_per_s=ok / result.wall if result.wall else 0.0, case=opts.profile_case,
+                   store=store)
     return summary
 
 
@@ -563,9 +678,29 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--ttft-delay-ms", type=float, default=5.0, help="per-token delay of the TTFT cases [5]")
     p.add_argument("--ttft-tokens", type=int, help=f"tokens per response in the TTFT cases [{FULL['ttft_tokens']}]")
     p.add_argument("--ttft-requests", type=int, help=f"requests per TTFT case, 0 to skip [{FULL['ttft_requests']}]")
-    p.add_argument("--paced-requests", type=int,
-                   help=f"requests of the paced cases (top C, --ttft-delay-ms per token), 0 to skip "
-                        f"[{FULL['paced_requests']}]")
+    p.add_argument("--paced-concurrency", help=f"streams of the paced closed-loop cases [{FULL['paced_concurrency']}]")
+    p.add_argument("--paced-tokens", type=int, help=f"tokens per paced response [{FULL['paced_tokens']}]")
+    p.add_argument("--paced-delay-ms", type=float, help=f"ms per token in the paced cases [{FULL['paced_delay_ms']:g}]")
+    p.add_argument("--paced-rounds", type=int,
+                   help=f"requests per stream in the paced closed-loop cases, 0 skips every paced case "
+                        f"[{FULL['paced_rounds']}]")
+    p.add_argument("--paced-store", choices=("true", "false"), default="true",
+                   help="`store` of the paced, open-loop and burst requests [true]")
+    p.add_argument("--open-duration", type=float, help=f"seconds of open-loop arrivals, 0 to skip [{FULL['open_duration']:g}]")
+    p.add_argument("--open-load", type=float, default=0.8, help="open-loop arrival rate, as a share of the "
+                                                                  "gateway's capacity at this pace [0.8]")
+    p.add_argument("--open-max-rate", type=float, default=400.0, help="cap on the open-loop arrivals per second [400]")
+    p.add_argument("--burst", type=int, help=f"requests sent at once in the burst cases, 0 to skip [{FULL['burst']}]")
+    p.add_argument("--burst-repeat", type=int, help=f"bursts per case [{FULL['burst_repeat']}]")
+    p.add_argument("--layout", help="comma-separated: pinned (gateway alone on its own CPU(s), load generator "
+                                    "and upstream on the others), unpinned [pinned,unpinned when the machine has "
+                                    "a CPU to spare, else unpinned]")
+    p.add_argument("--growth-requests", type=int,
+                   help=f"requests per growth case, 0 skips the growth cases [{FULL['growth_requests']}]")
+    p.add_argument("--chain-depth", type=int, help=f"turns of the previous_response_id chain [{FULL['chain_depth']}]")
+    p.add_argument("--big-input-kib", type=int, help=f"size of the large input [{FULL['big_input_kib']}]")
+    p.add_argument("--tools", type=int, help=f"function tools in the many-tools case [{FULL['tools']}]")
+    p.add_argument("--mcp-tools", type=int, help=f"tools in the listed MCP tool list [{FULL['mcp_tools']}]")
     p.add_argument("--duration", type=float, help=f"no new request after this many s in a case [{FULL['duration']:g}]")
     p.add_argument("--repeat", type=int, help=f"runs of each throughput case, interleaved; the median run is "
                                               f"reported [{FULL['repeat']}]")
@@ -573,7 +708,9 @@ def parse_args(argv: list[str] | None):
                    help=f"wait up to this long for other load on the machine to stop [{FULL['wait_quiet']:g}]")
     p.add_argument("--workers", type=int, default=1, help="gateway worker processes (serve --workers) [1]")
     p.add_argument("--profile", type=float, default=0.0, metavar="SECONDS",
-                   help="after the cases, sample the gateway with py-spy for this long under load at the top C")
+                   help="after the cases, sample the gateway with py-spy for this long under load")
+    p.add_argument("--profile-case", choices=("paced", "throughput"), default="paced",
+                   help="the load sampled: the top paced C (closed loop) or the top throughput C [paced]")
     p.add_argument("--results-dir", type=Path, default=RESULTS, help="where the .md and .json go [bench/results]")
     p.add_argument("--gateway-src", metavar="DIR",
                    help="run the gateway from this src/ directory (e.g. a git worktree of another commit) "
@@ -584,8 +721,19 @@ def parse_args(argv: list[str] | None):
         if getattr(opts, key) is None:
             setattr(opts, key, value)
     opts.concurrency_list = [int(x) for x in str(opts.concurrency).split(",") if x.strip()]
+    opts.paced_concurrency_list = [int(x) for x in str(opts.paced_concurrency).split(",") if x.strip()]
+    opts.paced_store = opts.paced_store == "true"
     if not opts.concurrency_list or min(opts.concurrency_list) < 1 or opts.requests < 1 or opts.repeat < 1:
         p.error("--concurrency needs positive integers, --requests and --repeat at least 1")
+    if not opts.paced_concurrency_list or min(opts.paced_concurrency_list) < 1:
+        p.error("--paced-concurrency needs positive integers")
+    opts.layouts = [x.strip() for x in opts.layout.split(",") if x.strip()] if opts.layout \
+        else layout.default_names(opts.workers)
+    try:
+        for name in opts.layouts:
+            layout.make(name, opts.workers)
+    except ValueError as exc:
+        p.error(str(exc))
     return opts
 
 
@@ -631,23 +779,40 @@ def main(argv: list[str] | None = None) -> int:
             except ImportError:
                 runner = asyncio.run
 
+            idle_rss = load.rss_mib(load.tree(gw.pid))
+            meta["gateway_idle_rss_mib"] = idle_rss
+            b = Bench(opts, up_url, up.pid, gw_url, gw.pid, say)
+            meta["layouts"] = {name: layout.make(name, opts.workers).describe() for name in opts.layouts}
+
+            def place(name: str) -> None:
+                b.layout = name
+                layout.apply(layout.make(name, opts.workers), load.tree(gw.pid), [up.pid, os.getpid()])
+                say(f"layout: {meta['layouts'][name]}")
+
             async def everything():
-                cases = await run_cases(opts, up_url, up.pid, gw_url, gw.pid, say)
+                cases = []
+                for name in opts.layouts:
+                    place(name)
+                    cases += await run_cases(b)
+                place(opts.layouts[0])
+                grown = None
+                if opts.growth_requests > 0:
+                    grown = await run_growth(opts, gw_url, gw.pid, up.pid, tmpdir / "responses.db", b.upstream, say)
                 prof = None
                 if opts.profile > 0:
-                    say(f"profiling the gateway for {opts.profile:g} s ...")
-                    prof = await profile_gateway(opts, gw_url, gw.pid, opts.results_dir / f"{stamp}-profile.txt",
-                                                 say)
-                return cases, prof
+                    say(f"profiling the gateway for {opts.profile:g} s ({opts.profile_case}) ...")
+                    prof = await profile_gateway(b, opts.results_dir / f"{stamp}-profile.txt")
+                return cases, grown, prof
 
-            cases, prof = runner(everything())
+            cases, grown, prof = runner(everything())
         finally:
+            layout.pin([os.getpid()], frozenset(layout.available()))
             if gw is not None:
                 gw.stop()
             up.stop()
-    tgts = targets(cases, opts)
-    report = {"meta": meta, "cases": cases, "targets": tgts, "profile": prof}
-    md = markdown(meta, cases, tgts, prof)
+    tgts = targets(cases, opts, grown, idle_rss)
+    report = {"meta": meta, "cases": cases, "targets": tgts, "growth": grown, "profile": prof}
+    md = markdown(meta, cases, tgts, prof, grown)
     md_path = opts.results_dir / f"{stamp}.md"
     json_path = opts.results_dir / f"{stamp}.json"
     md_path.write_text(md)

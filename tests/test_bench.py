@@ -23,8 +23,10 @@ def _env() -> dict:
 def test_bench_runs_end_to_end(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "bench.run", "--quick", "--requests", "8", "--concurrency", "1,2",
-         "--ttft-requests", "3", "--results-dir", str(tmp_path)],
-        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120,
+         "--ttft-requests", "3", "--paced-concurrency", "2,3", "--paced-tokens", "4", "--paced-rounds", "1",
+         "--open-duration", "0.5", "--burst", "4", "--growth-requests", "2", "--chain-depth", "3",
+         "--big-input-kib", "8", "--tools", "5", "--mcp-tools", "3", "--results-dir", str(tmp_path)],
+        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     mds = list(tmp_path.glob("*.md"))
@@ -32,22 +34,39 @@ def test_bench_runs_end_to_end(tmp_path):
     assert len(mds) == 1 and len(jsons) == 1, list(tmp_path.iterdir())
     report = json.loads(jsons[0].read_text())
     cases = report["cases"]
-    # direct and gateway (store false/true) at each C, the two TTFT cases, the two paced cases
-    assert len(cases) == 2 + 4 + 2 + 2
-    assert [c["kind"] for c in cases].count("paced") == 2
+    layouts = ["pinned", "unpinned"] if len(os.sched_getaffinity(0)) >= 2 else ["unpinned"]
+    assert [c["layout"] for c in cases[::len(cases) // len(layouts)]] == layouts
+    per_layout = [c for c in cases if c["layout"] == layouts[0]]
+    # direct and gateway (store false/true) at each C, the two TTFT cases, paced direct/gateway at each paced C,
+    # open-loop direct/gateway, burst direct/gateway
+    assert len(per_layout) == 2 + 4 + 2 + 4 + 2 + 2
+    assert [c["kind"] for c in per_layout].count("paced") == 4
     for case in cases:
-        expected = 3 if case["kind"] == "ttft" else 8
-        assert case["requests"] == expected and case["ok"] == expected, case
+        expected = {"ttft": 3, "paced": case["concurrency"], "burst": 4}.get(case["kind"], 8)
+        if case["kind"] == "open":
+            assert case["requests"] >= 1 and case["ok"] == case["requests"], case
+            assert case["arrival_rate"] > 0 and case["capacity_per_core"] > 0
+        else:
+            assert case["requests"] == expected and case["ok"] == expected, case
         assert case["events"] > 0 and case["events_per_request"] > case["tokens"], case
         assert case["bytes"] > 0 and case["requests_per_s"] > 0, case
         assert case["ttft_p50_ms"] is not None and case["ttft_p50_ms"] > 0, case
+        if case["kind"] in ("paced", "open"):
+            assert case["gap_p99_ms"] > 0, case
         if case["mode"] == "gateway":
             assert case["gateway_cpu_s"] > 0 and case["gateway_peak_rss_mib"] > 0, case
+            assert case["gateway_cpu_us_per_token"] > 0, case
     assert {c["store"] for c in cases if c["mode"] == "gateway"} == {False, True}
+    growth = report["growth"]
+    assert [r["case"] for r in growth["rows"]] == ["baseline", "chain depth 1", "chain depth 3", "input 8 KiB",
+                                                  "5 tools", "MCP list of 3"]
+    assert all(r["ok"] == r["requests"] == 2 for r in growth["rows"]), growth
+    # the chain resolves in one SQL statement after the visibility check, whatever its depth
+    assert growth["chain"]["items"] == 2 * 3 and growth["chain"]["statements"] <= 2, growth["chain"]
     assert [t["result"] for t in report["targets"]] and all(
-        t["result"] in ("PASS", "MISS") for t in report["targets"])
+        t["result"] in ("PASS", "MISS") for t in report["targets"]), report["targets"]
     md = mds[0].read_text()
-    assert "| gateway store=true | 2 | 8/8 |" in md and "## Targets" in md
+    assert f"| {layouts[0]} | gateway store=true | 2 | 8/8 |" in md and "## Targets" in md and "## Growth" in md
     assert "PASS" in out.stdout or "MISS" in out.stdout
 
 

@@ -1,0 +1,89 @@
+"""Where the benchmark's processes run: the gateway alone on its own core(s), or everything sharing the machine.
+
+On a small machine the load generator and the fake upstream compete with the gateway for the cores, so the
+gateway's figures depend on how the scheduler happens to place them. The *pinned* layout removes that: the
+gateway (every thread of every worker) gets its own core(s) and the load generator and the fake upstream
+share the rest — what `taskset -a -p` does, applied to each thread through sched_setaffinity, so that one
+invocation can switch layouts between cases without restarting anything. The *unpinned* layout lets the
+kernel place everything on all cores, as a casual run on a laptop does. Threads started later inherit the
+affinity of the thread that starts them, so the placement holds for the SQLite threads and uvicorn's
+workers too.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str                         # "pinned" | "unpinned"
+    gateway: frozenset[int]           # CPUs of the gateway's processes
+    others: frozenset[int]            # CPUs of the load generator and the fake upstream
+
+    def describe(self) -> str:
+        if self.name == "unpinned":
+            return f"unpinned (all on CPUs {_cpus(self.gateway)})"
+        return f"pinned (gateway on CPU {_cpus(self.gateway)}; load generator and upstream on CPU {_cpus(self.others)})"
+
+
+def _cpus(cpus: frozenset[int]) -> str:
+    return ",".join(str(c) for c in sorted(cpus))
+
+
+_START = sorted(os.sched_getaffinity(0))  # before this process pins itself
+
+
+def available() -> list[int]:
+    """The CPUs this benchmark may use: those the harness was started with (`taskset` around it narrows them)."""
+    return list(_START)
+
+
+def default_names(workers: int = 1) -> list[str]:
+    """Pinned first (the layout the targets are judged in) where the machine has a core to spare beside the
+    gateway's, then unpinned for comparison."""
+    return ["pinned", "unpinned"] if len(available()) > workers else ["unpinned"]
+
+
+def make(name: str, workers: int = 1) -> Layout:
+    cpus = available()
+    if name == "unpinned":
+        return Layout("unpinned", frozenset(cpus), frozenset(cpus))
+    if name != "pinned":
+        raise ValueError(f"unknown layout {name!r} (pinned, unpinned)")
+    if len(cpus) <= workers:
+        raise ValueError(f"the pinned layout needs more than {workers} CPU(s) for {workers} worker(s); "
+                         f"this process may use {len(cpus)}")
+    return Layout("pinned", frozenset(cpus[:workers]), frozenset(cpus[workers:]))
+
+
+def pin(pids: list[int], cpus: frozenset[int]) -> int:
+    """Every thread of every process in `pids` onto `cpus`; returns how many threads were placed."""
+    placed = 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue  # gone
+        for tid in tids:
+            try:
+                os.sched_setaffinity(int(tid), cpus)
+                placed += 1
+            except OSError:
+                continue  # the thread ended meanwhile
+    return placed
+
+
+def apply(layout: Layout, gateway_pids: list[int], other_pids: list[int]) -> None:
+    """Place the gateway's processes and the others (the fake upstream, this load generator)."""
+    pin(gateway_pids, layout.gateway)
+    pin(other_pids, layout.others)
+
+
+def affinity(pid: int) -> list[int]:
+    """The CPUs the process's main thread may run on (for the report)."""
+    try:
+        return sorted(os.sched_getaffinity(pid))
+    except OSError:
+        return []
