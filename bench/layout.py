@@ -60,13 +60,11 @@ def make(name: str, workers: int = 1) -> Layout:
 
 def pin(pids: list[int], cpus: frozenset[int]) -> int:
     """Every thread of every process in `pids` onto `cpus`; returns how many threads were placed."""
+    from .load import threads
+
     placed = 0
     for pid in pids:
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue  # gone
-        for tid in tids:
+        for tid in threads(pid):
             try:
                 os.sched_setaffinity(int(tid), cpus)
                 placed += 1

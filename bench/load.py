@@ -273,6 +273,14 @@ def tree(pid: int) -> list[int]:
     return out
 
 
+def threads(pid: int) -> list[str]:
+    """The thread ids of a process (as /proc names them); none when it is gone."""
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
 def cpu_seconds(pids: list[int]) -> float:
     """CPU time of the processes (all their threads), summed: nanosecond run time from
     /proc/<pid>/task/*/schedstat when the kernel has it, else utime + stime (10 ms ticks) from /proc/<pid>/stat.
@@ -280,9 +288,8 @@ def cpu_seconds(pids: list[int]) -> float:
     the event loop and aiosqlite's — live as long as the process.)"""
     total = 0.0
     for pid in pids:
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
+        tids = threads(pid)
+        if not tids:
             continue  # gone
         if not os.path.exists(f"/proc/{pid}/task/{tids[0]}/schedstat"):
             total += _stat_cpu(pid)
