@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from responses_gateway.config import Settings
-from responses_gateway.generation import UpstreamError
+from responses_gateway.errors import UpstreamError
 from responses_gateway.protocol.items import found_tools, normalize_input
 from responses_gateway.protocol.reasoning import seal, unseal
 from responses_gateway.protocol.request import parse_request

@@ -8,7 +8,6 @@ import logging
 
 import orjson
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
@@ -16,11 +15,11 @@ from starlette.websockets import WebSocket
 
 from . import metrics
 from .api.auth import KeyAuth
-from .api.errors import SERVER_ERROR, APIError, error_response
+from .api.errors import HANDLERS, error_response
 from .api.responses import create_response
 from .api.stored import cancel_response, delete_response, get_response, list_input_items
 from .config import Settings
-from .generation import UpstreamError
+from .errors import APIError
 from .routing import Router, load_rules
 from .store import open_store
 from .upstreams.chat_completions import ChatCompletionsUpstream
@@ -67,10 +66,7 @@ async def health(request: Request) -> Response:
 
 
 async def list_models(request: Request) -> Response:
-    try:
-        models = await request.app.state.router.list_models()
-    except UpstreamError as exc:
-        raise APIError(exc.status, exc.message, type=exc.type, code=exc.code) from None
+    models = await request.app.state.router.list_models()
     return Response(orjson.dumps({"object": "list", "data": models}), media_type="application/json")
 
 
@@ -82,21 +78,6 @@ async def responses_websocket(websocket: WebSocket) -> None:
         await websocket.send_denial_response(error_response(426, body))
     else:
         await websocket.close(code=1008)
-
-
-async def on_api_error(request: Request, exc: APIError) -> Response:
-    return exc.response()
-
-
-async def on_http_error(request: Request, exc: HTTPException) -> Response:
-    message = f"Invalid URL ({request.method} {request.url.path})" if exc.status_code in (404, 405) \
-        else str(exc.detail)
-    return error_response(exc.status_code, APIError(exc.status_code, message, code=None).body())
-
-
-async def on_unexpected(request: Request, exc: Exception) -> Response:
-    log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return SERVER_ERROR.response()
 
 
 def create_app(settings: Settings, upstream=None, router: Router | None = None) -> Starlette:
@@ -132,7 +113,7 @@ def create_app(settings: Settings, upstream=None, router: Router | None = None) 
             Route("/v1/responses/{response_id}/cancel", cancel_response, methods=["POST"]),
             Route("/v1/responses/{response_id}/input_items", list_input_items, methods=["GET"]),
         ],
-        exception_handlers={APIError: on_api_error, HTTPException: on_http_error, Exception: on_unexpected},
+        exception_handlers=HANDLERS,
         lifespan=lifespan,
     )
     keys = settings.load_api_keys()

@@ -88,16 +88,3 @@ class Finish:
 
 GenerationEvent = (TextDelta | RefusalDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | ItemEnd | Usage
                    | Finish)
-
-
-class UpstreamError(Exception):
-    """The upstream failed. Before the stream: mapped to an HTTP error. During it: `response.failed`."""
-
-    def __init__(self, message: str, *, status: int = 502, code: str | None = "upstream_error",
-                 type: str = "server_error", param: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.code = code
-        self.type = type
-        self.param = param

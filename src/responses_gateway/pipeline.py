@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from . import metrics
 from .composer import Composer
-from .generation import UpstreamError
+from .errors import UpstreamError
 from .upstreams.base import EventStream
 
 if TYPE_CHECKING:  # the MCP SDK costs ~25 MiB and 0.6 s to import: only requests with MCP tools pay it

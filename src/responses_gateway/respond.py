@@ -11,9 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .api.errors import APIError
 from .composer import Composer
-from .generation import UpstreamError
 from .pipeline import OnFinal, run
 from .protocol.items import found_tools, normalize_input
 from .protocol.request import CreateResponse
@@ -72,11 +70,8 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
 
         loop = MCPLoop(call, history, upstream, allow_hosts=settings.mcp_hosts(), timeout=settings.mcp_timeout,
                        max_rounds=settings.max_tool_rounds)
-    else:
-        try:
-            stream = await upstream.open(call)
-        except UpstreamError as exc:
-            raise APIError(exc.status, exc.message, type=exc.type, param=exc.param, code=exc.code) from None
+    else:  # an UpstreamError here (an APIError) is answered with its own status, before any event
+        stream = await upstream.open(call)
     save = store is not None and req.store is not False
 
     async def on_final(final: dict) -> None:

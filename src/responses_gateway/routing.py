@@ -23,8 +23,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 
-from .api.errors import APIError
-from .generation import UpstreamError
+from .errors import APIError, UpstreamError, model_not_found
 from .upstreams.base import Route
 
 log = logging.getLogger("responses_gateway.routing")
@@ -115,8 +114,7 @@ class Router:
         for rule, upstream in zip(self.rules, self.upstreams, strict=True):
             if rule.matches(model):
                 return upstream, rule.route.model or model
-        raise APIError(404, f"The model `{model}` does not exist or you do not have access to it.",
-                       code="model_not_found")
+        raise APIError(404, model_not_found(model), code="model_not_found")
 
     async def list_models(self) -> list[dict]:
         """Every routed model: exact names as configured, patterns filtered from their upstream's list."""

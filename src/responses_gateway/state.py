@@ -6,7 +6,7 @@ Follows OpenAI on inheritance: the previous chain's input and output items are i
 
 from __future__ import annotations
 
-from .api.errors import APIError
+from .errors import APIError
 from .ids import new_id
 from .protocol.items import normalize_item
 from .store.base import Store

@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from .errors import APIError
+from ..errors import APIError
+from .errors import render
 
 MISSING = APIError(
     401,
@@ -41,7 +42,7 @@ class KeyAuth:
             if isinstance(owner, APIError):
                 if scope["type"] == "websocket":
                     return await send({"type": "websocket.close", "code": 1008})
-                return await owner.response()(scope, receive, send)
+                return await render(owner)(scope, receive, send)
         scope.setdefault("state", {})["owner"] = owner
         await self.app(scope, receive, send)
 

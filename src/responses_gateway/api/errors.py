@@ -1,58 +1,45 @@
-"""OpenAI-style errors: every failure a client sees is `{"error": {message, type, param, code}}`."""
+"""Errors on the wire: every failure a client sees is `{"error": {message, type, param, code}}` with its status.
+
+The errors themselves are data (`responses_gateway.errors`); this module only renders them as responses,
+and holds the application's exception handlers.
+"""
 
 from __future__ import annotations
 
+import logging
+
 import orjson
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from starlette.responses import Response
 
+from ..errors import SERVER_ERROR, APIError
 
-class APIError(Exception):
-    """An error with the HTTP status and body OpenAI would send for it."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        type: str = "invalid_request_error",
-        param: str | None = None,
-        code: str | None = None,
-    ):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.type = type
-        self.param = param
-        self.code = code
-
-    def body(self) -> dict:
-        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
-
-    def response(self) -> Response:
-        return error_response(self.status, self.body())
-
-
-def invalid(message: str, param: str | None = None, code: str | None = "invalid_value") -> APIError:
-    return APIError(400, message, param=param, code=code)
-
-
-def unsupported(param: str, what: str | None = None) -> APIError:
-    """A field OpenAI knows that this gateway cannot honour: refused by name, never silently dropped."""
-    subject = what or f"'{param}'"
-    return APIError(
-        400,
-        f"{subject} is not supported by this gateway.",
-        param=param,
-        code="unsupported_parameter",
-    )
+log = logging.getLogger("responses_gateway")
 
 
 def error_response(status: int, body: dict, headers: dict | None = None) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type="application/json", headers=headers)
 
 
-SERVER_ERROR = APIError(
-    500,
-    "The server had an error while processing your request. Sorry about that!",
-    type="server_error",
-)
+def render(exc: APIError) -> Response:
+    return error_response(exc.status, exc.body())
+
+
+async def on_api_error(request: Request, exc: APIError) -> Response:
+    """Every `APIError` that reaches the app, upstream errors before the stream included."""
+    return render(exc)
+
+
+async def on_http_error(request: Request, exc: HTTPException) -> Response:
+    message = f"Invalid URL ({request.method} {request.url.path})" if exc.status_code in (404, 405) \
+        else str(exc.detail)
+    return render(APIError(exc.status_code, message, code=None))
+
+
+async def on_unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return render(SERVER_ERROR)
+
+
+HANDLERS = {APIError: on_api_error, HTTPException: on_http_error, Exception: on_unexpected}

@@ -6,9 +6,10 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..errors import APIError
 from ..protocol.request import parse_request
 from ..respond import start
-from .errors import APIError, error_response
+from .errors import error_response
 from .streaming import EventStreamResponse
 
 

@@ -6,10 +6,10 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..errors import APIError, invalid, unsupported
 from ..protocol.reasoning import seal
 from ..protocol.request import INCLUDE_VALUES
 from ..state import not_found
-from .errors import APIError, invalid, unsupported
 from .responses import owner
 
 

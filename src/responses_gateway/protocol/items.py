@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from ..api.errors import APIError, invalid
+from ..errors import APIError, invalid
 
 ROLES = ("user", "system", "developer", "assistant")
 INPUT_PARTS = ("input_text", "input_image", "input_file")

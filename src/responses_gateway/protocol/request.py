@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..api.errors import APIError, invalid, unsupported
+from ..errors import APIError, invalid, unsupported
 
 
 class _Model(BaseModel):

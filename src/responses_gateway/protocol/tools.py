@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api.errors import APIError, invalid, unsupported
+from ..errors import APIError, invalid, unsupported
 
 log = logging.getLogger("responses_gateway.tools")
 

@@ -19,6 +19,7 @@ from datetime import datetime
 import orjson
 
 from .. import generation as g
+from ..errors import UpstreamError, upstream_status_error
 from ..ids import new_id
 from .anthropic_messages import REDACTED, build_body, continued
 from .base import Call, Route
@@ -77,30 +78,13 @@ def _model(m: dict) -> dict:
     return {"id": m["id"], "object": "model", "created": created, "owned_by": "anthropic"}
 
 
-def upstream_http_error(status: int, raw: bytes, model: str | None) -> g.UpstreamError:
+def upstream_http_error(status: int, raw: bytes, model: str | None) -> UpstreamError:
     """An Anthropic error answer (before any stream) as the error OpenAI would give."""
     kind, message = _error_fields(raw)
     log.warning("upstream answered HTTP %s (%s): %s", status, kind, message[:200])
-    if status == 404 and (kind in ("not_found_error", None) and "model" in message.lower()):
-        return g.UpstreamError(f"The model `{model}` does not exist or you do not have access to it.",
-                               status=404, code="model_not_found", type="invalid_request_error")
-    if status in (400, 413, 422):
-        code = "request_too_large" if status == 413 else None
-        param = None
-        if any(m in message.lower() for m in CONTEXT_MESSAGES):
-            code, param = "context_length_exceeded", "input"
-        return g.UpstreamError(message, status=400, code=code, type="invalid_request_error", param=param)
-    if status == 429:
-        return g.UpstreamError(message or "The upstream is rate limiting requests.", status=429,
-                               code="rate_limit_exceeded", type="requests")
-    if status in (401, 403):
-        return g.UpstreamError("The upstream model server rejected the gateway's credentials.", status=502,
-                               code="upstream_auth_failed")
-    if status in (503, 529):
-        return g.UpstreamError(f"The upstream model server is overloaded or unavailable (HTTP {status}).",
-                               status=503, code="upstream_unavailable")
-    return g.UpstreamError(f"The upstream model server failed (HTTP {status}): {message}"[:500], status=502,
-                           code="upstream_error")
+    return upstream_status_error(status, message, model, code="request_too_large" if status == 413 else None,
+                                 model_missing=kind in ("not_found_error", None) and "model" in message.lower(),
+                                 context_phrases=CONTEXT_MESSAGES)
 
 
 def _error_fields(raw: bytes) -> tuple[str | None, str]:
@@ -124,16 +108,16 @@ class MessagesStream(BodyStream):
         async for batch in self.read_sse(parser):
             yield batch
         if not parser.stopped:
-            raise g.UpstreamError("The upstream model server ended the stream before message_stop.")
+            raise UpstreamError("The upstream model server ended the stream before message_stop.")
 
 
 def _loads(data) -> dict:
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:
-        raise g.UpstreamError("The upstream model server sent an event that is not JSON.") from None
+        raise UpstreamError("The upstream model server sent an event that is not JSON.") from None
     if not isinstance(obj, dict):
-        raise g.UpstreamError("The upstream model server sent an event that is not a JSON object.")
+        raise UpstreamError("The upstream model server sent an event that is not a JSON object.")
     return obj
 
 
@@ -168,7 +152,7 @@ class EventParser:
         self.usage_seen = False
         self.finish: str | None = None
         self.stopped = False
-        self.error: g.UpstreamError | None = None  # raised once the events before it are delivered
+        self.error: UpstreamError | None = None  # raised once the events before it are delivered
 
     def frames(self, frames: list) -> list:
         batch: list = []
@@ -181,7 +165,7 @@ class EventParser:
                 self.event(_loads(data), event, batch)
                 if self.stopped:
                     break
-        except g.UpstreamError as exc:
+        except UpstreamError as exc:
             self.error = exc
         return batch
 
@@ -217,7 +201,7 @@ class EventParser:
             err = obj.get("error")
             err = err if isinstance(err, dict) else {"message": str(err)}
             code = err.get("type")
-            raise g.UpstreamError(f"The upstream model server reported an error: {err.get('message') or code}",
+            raise UpstreamError(f"The upstream model server reported an error: {err.get('message') or code}",
                                   code=code if isinstance(code, str) and code else "upstream_error")
         # ping, and event types added later, carry nothing for us
 

@@ -35,7 +35,7 @@ from urllib.parse import unquote_to_bytes
 
 import orjson
 
-from ..generation import UpstreamError
+from ..errors import UpstreamError
 from ..protocol.reasoning import unseal
 from ..protocol.tools import Tool, ToolSet
 from .base import Call, Route

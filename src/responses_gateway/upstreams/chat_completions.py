@@ -12,6 +12,7 @@ import logging
 import orjson
 
 from .. import generation as g
+from ..errors import UpstreamError, upstream_status_error
 from ..ids import new_id
 from ..protocol.tools import Tool
 from .base import Call, Route
@@ -27,6 +28,8 @@ CUSTOM_PARAMETERS = {
     "required": ["input"],
     "additionalProperties": False,
 }
+
+CONTEXT_PHRASES = ("context length", "context window", "maximum context")  # vLLM, SGLang, OpenAI, llama.cpp
 
 FINISH = {"stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_calls", "length": "length",
           "content_filter": "content_filter", "eos": "stop", "end_turn": "stop"}
@@ -114,30 +117,14 @@ class ChatCompletionsUpstream(HTTPUpstream):
         return ChatStream(resp, call)
 
 
-def upstream_http_error(status: int, raw: bytes, model: str | None) -> g.UpstreamError:
+def upstream_http_error(status: int, raw: bytes, model: str | None) -> UpstreamError:
+    """An OpenAI-style error answer (before any stream) as the error OpenAI would give."""
     message, code, param = _error_fields(raw)
     log.warning("upstream answered HTTP %s: %s", status, message[:200])
-    if status == 404 and (code in ("model_not_found", "404", None) or "model" in message.lower()):
-        return g.UpstreamError(f"The model `{model}` does not exist or you do not have access to it.",
-                               status=404, code="model_not_found", type="invalid_request_error")
-    if status in (400, 413, 422):
-        lowered = message.lower()
-        if "context length" in lowered or "context window" in lowered or "maximum context" in lowered:
-            code = "context_length_exceeded"
-            param = param or "input"
-        return g.UpstreamError(message, status=400, code=code if isinstance(code, str) else None,
-                               type="invalid_request_error", param=param if isinstance(param, str) else None)
-    if status == 429:
-        return g.UpstreamError(message or "The upstream is rate limiting requests.", status=429,
-                               code="rate_limit_exceeded", type="requests")
-    if status in (401, 403):
-        return g.UpstreamError("The upstream model server rejected the gateway's credentials.", status=502,
-                               code="upstream_auth_failed")
-    if status in (503, 529):
-        return g.UpstreamError(f"The upstream model server is overloaded or unavailable (HTTP {status}).",
-                               status=503, code="upstream_unavailable")
-    return g.UpstreamError(f"The upstream model server failed (HTTP {status}): {message}"[:500], status=502,
-                           code="upstream_error")
+    return upstream_status_error(status, message, model, code=code,
+                                 param=param if isinstance(param, str) else None,
+                                 model_missing=code in ("model_not_found", "404", None) or "model" in message.lower(),
+                                 context_phrases=CONTEXT_PHRASES)
 
 
 def _error_fields(raw: bytes) -> tuple[str, object, object]:
@@ -162,16 +149,16 @@ class ChatStream(BodyStream):
         async for batch in self.read_sse(parser):
             yield batch
         if not parser.done and parser.finish is None:
-            raise g.UpstreamError("The upstream model server ended the stream before finishing.")
+            raise UpstreamError("The upstream model server ended the stream before finishing.")
 
 
 def _loads(data) -> dict:
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:
-        raise g.UpstreamError("The upstream model server sent a chunk that is not JSON.") from None
+        raise UpstreamError("The upstream model server sent a chunk that is not JSON.") from None
     if not isinstance(obj, dict):
-        raise g.UpstreamError("The upstream model server sent a chunk that is not a JSON object.")
+        raise UpstreamError("The upstream model server sent a chunk that is not a JSON object.")
     return obj
 
 
@@ -184,7 +171,7 @@ class ChunkParser:
         self.calls: dict = {}  # upstream index -> [call_id, started, custom decoder or None, pending args]
         self.finish: str | None = None
         self.done = False
-        self.error: g.UpstreamError | None = None  # raised once the events before it are delivered
+        self.error: UpstreamError | None = None  # raised once the events before it are delivered
 
     def frames(self, frames: list) -> list:
         batch: list = []
@@ -197,7 +184,7 @@ class ChunkParser:
                     self._end_calls(batch)
                     break
                 self.chunk(_loads(data), batch)
-        except g.UpstreamError as exc:
+        except UpstreamError as exc:
             self.error = exc
         return batch
 
@@ -206,7 +193,7 @@ class ChunkParser:
         if error:
             message = error.get("message") if isinstance(error, dict) else str(error)
             code = error.get("code") if isinstance(error, dict) else None
-            raise g.UpstreamError(f"The upstream model server reported an error: {message}",
+            raise UpstreamError(f"The upstream model server reported an error: {message}",
                                   code=code if isinstance(code, str) else "upstream_error")
         choices = obj.get("choices")
         if choices:
@@ -234,7 +221,7 @@ class ChunkParser:
                 self._end_calls(batch)
                 if finish not in FINISH:
                     if finish in ("abort", "error"):
-                        raise g.UpstreamError(f"The upstream model server aborted the generation ({finish}).")
+                        raise UpstreamError(f"The upstream model server aborted the generation ({finish}).")
                     log.info("unknown finish_reason %r treated as stop", finish)
                 self.finish = FINISH.get(finish, "stop")
                 batch.append(g.Finish(self.finish))

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import aiohttp
 import orjson
 
-from .. import generation as g
+from ..errors import UpstreamError
 from ..sse import SSEDecoder
 from .base import Call, Route
 
@@ -18,7 +18,7 @@ log = logging.getLogger("responses_gateway.upstream")
 NETWORK_ERRORS = (TimeoutError, aiohttp.ClientError, OSError)
 
 
-HTTPError = Callable[[int, bytes, "str | None"], g.UpstreamError]
+HTTPError = Callable[[int, bytes, "str | None"], UpstreamError]
 
 
 def bearer_headers(api_key: str | None) -> dict[str, str]:
@@ -29,9 +29,9 @@ def bearer_headers(api_key: str | None) -> dict[str, str]:
     return headers
 
 
-def unreachable(exc: BaseException) -> g.UpstreamError:
+def unreachable(exc: BaseException) -> UpstreamError:
     log.warning("upstream unreachable: %s", exc.__class__.__name__)
-    return g.UpstreamError(f"Could not reach the upstream model server ({exc.__class__.__name__}).",
+    return UpstreamError(f"Could not reach the upstream model server ({exc.__class__.__name__}).",
                            status=502, code="upstream_unreachable")
 
 
@@ -76,7 +76,7 @@ class HTTPUpstream:
         except orjson.JSONDecodeError:
             obj = None
         if not isinstance(obj, dict):
-            raise g.UpstreamError("The upstream model server answered with something that is not a JSON object.")
+            raise UpstreamError("The upstream model server answered with something that is not a JSON object.")
         return obj
 
     async def openai_models(self, http_error: HTTPError) -> list[dict]:
@@ -132,7 +132,7 @@ class BodyStream:
         try:
             raw = await self.resp.read()
         except NETWORK_ERRORS:
-            raise g.UpstreamError("The connection to the upstream model server was lost.") from None
+            raise UpstreamError("The connection to the upstream model server was lost.") from None
         self._complete = True
         return raw
 
@@ -154,4 +154,4 @@ class BodyStream:
                 raise parser.error
             self._complete = True
         except NETWORK_ERRORS:
-            raise g.UpstreamError("The connection to the upstream model server was lost mid-stream.") from None
+            raise UpstreamError("The connection to the upstream model server was lost mid-stream.") from None

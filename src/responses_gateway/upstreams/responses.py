@@ -23,6 +23,7 @@ import orjson
 
 from .. import generation as g
 from ..client import TERMINAL, Accumulator, Event
+from ..errors import UpstreamError
 from ..ids import new_id
 from ..protocol.reasoning import unseal
 from ..protocol.tools import Tool
@@ -243,7 +244,7 @@ class ResponsesStream(BodyStream):
                 self._complete = True
                 return
         except NETWORK_ERRORS:
-            raise g.UpstreamError("The connection to the upstream model server was lost mid-stream.") from None
+            raise UpstreamError("The connection to the upstream model server was lost mid-stream.") from None
         # The terminal event came: what may follow (`data: [DONE]`) is read so the connection can be reused,
         # but an upstream that keeps the body open after it does not hold the response back.
         try:
@@ -257,9 +258,9 @@ def whole_response_event(raw: bytes) -> dict:
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        raise g.UpstreamError("The upstream model server sent a body that is not JSON.") from None
+        raise UpstreamError("The upstream model server sent a body that is not JSON.") from None
     if not isinstance(obj, dict):
-        raise g.UpstreamError("The upstream model server sent a body that is not a JSON object.")
+        raise UpstreamError("The upstream model server sent a body that is not a JSON object.")
     if obj.get("error") and not obj.get("status"):
         return {"type": "error", "error": obj["error"]}
     status = obj.get("status")
@@ -279,7 +280,7 @@ class EventMapper:
         self.reasoning: dict[int, list] = {}  # output_index -> [streamed kind, last summary index]
         self.signed: set[int] = set()
         self.started_calls = 0
-        self.error: g.UpstreamError | None = None  # raised once the events before it are delivered
+        self.error: UpstreamError | None = None  # raised once the events before it are delivered
         self.finished = False
 
     def map(self, events: list[Event]) -> list:
@@ -287,7 +288,7 @@ class EventMapper:
         try:
             for ev in events:
                 self._event(ev, batch)
-        except g.UpstreamError as exc:
+        except UpstreamError as exc:
             self.error = exc
             return batch
         for index, state in self.calls.items():
@@ -397,7 +398,7 @@ class EventMapper:
         response = ev.data.get("response") or {}
         if ev.type == "response.failed":
             if ev.synthesized and not self.acc.error:
-                raise g.UpstreamError("The upstream model server ended the stream before finishing.")
+                raise UpstreamError("The upstream model server ended the stream before finishing.")
             raise _upstream_error(self.acc.error or response.get("error") or {})
         for index, state in self.calls.items():
             state.finish(index, batch)
@@ -441,7 +442,7 @@ class _CallState:
                 batch.append(g.ToolCallDelta(index, rest))
 
 
-def _upstream_error(error: dict) -> g.UpstreamError:
+def _upstream_error(error: dict) -> UpstreamError:
     code = error.get("code")
     code = str(code) if code is not None else "upstream_error"
     message = error.get("message") if isinstance(error.get("message"), str) else ""
@@ -449,7 +450,7 @@ def _upstream_error(error: dict) -> g.UpstreamError:
     param = error.get("param") if isinstance(error.get("param"), str) else None
     if kind is None:
         kind = "invalid_request_error" if code in ("context_length_exceeded", "invalid_prompt") else "server_error"
-    return g.UpstreamError(message or f"The upstream model server failed ({code}).", code=code, type=kind,
+    return UpstreamError(message or f"The upstream model server failed ({code}).", code=code, type=kind,
                            param=param)
 
 

@@ -1,0 +1,104 @@
+"""The gateway's one error model, below HTTP: every failure a client can see, as data.
+
+An `APIError` carries the five things OpenAI's errors have — the HTTP status and the body's `message`,
+`type`, `param` and `code` — and nothing about how it is sent: `api/errors.py` renders it as a response,
+the pipeline as a `response.failed` event. Request parsing, state, routing and the adapters raise these and
+never import the HTTP layer.
+
+    APIError                 a request the gateway refuses (a 4xx of its own, or its one 500)
+    └── UpstreamError        the upstream failed: before the stream it is answered with its own status;
+                             during the stream it becomes `response.failed`
+
+How an upstream's HTTP error status becomes the error OpenAI would give is decided once, here
+(`upstream_status_error`); each adapter only reads its own wire's error body.
+"""
+
+from __future__ import annotations
+
+
+class APIError(Exception):
+    """An error with the HTTP status and body OpenAI would send for it."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.code = code
+
+    def body(self) -> dict:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+class UpstreamError(APIError):
+    """The upstream failed. Before the stream: answered with `status`. During it: `response.failed`."""
+
+    def __init__(self, message: str, *, status: int = 502, code: str | None = "upstream_error",
+                 type: str = "server_error", param: str | None = None):
+        super().__init__(status, message, type=type, param=param, code=code)
+
+
+def invalid(message: str, param: str | None = None, code: str | None = "invalid_value") -> APIError:
+    return APIError(400, message, param=param, code=code)
+
+
+def unsupported(param: str, what: str | None = None) -> APIError:
+    """A field OpenAI knows that this gateway cannot honour: refused by name, never silently dropped."""
+    subject = what or f"'{param}'"
+    return APIError(
+        400,
+        f"{subject} is not supported by this gateway.",
+        param=param,
+        code="unsupported_parameter",
+    )
+
+
+def model_not_found(model: str | None) -> str:
+    """The message of a 404 `model_not_found`, whether the router or the upstream does not know the model."""
+    return f"The model `{model}` does not exist or you do not have access to it."
+
+
+SERVER_ERROR = APIError(
+    500,
+    "The server had an error while processing your request. Sorry about that!",
+    type="server_error",
+)
+
+
+def upstream_status_error(status: int, message: str, model: str | None, *, model_missing: bool,
+                          code: str | None = None, param: str | None = None,
+                          context_phrases: tuple[str, ...] = ()) -> UpstreamError:
+    """An upstream's HTTP error answer (before any stream) as the error OpenAI would give.
+
+    The adapter has read its wire's error body: `message`, the `code`/`param` it names (kept for the
+    client's own 4xx), whether a 404 means the model is missing, and the phrases by which its servers
+    say the input is longer than the context window. Credential failures are the gateway's problem, not
+    the client's, so they are a 502."""
+    if status == 404 and model_missing:
+        return UpstreamError(model_not_found(model), status=404, code="model_not_found", type="invalid_request_error")
+    if status in (400, 413, 422):
+        lowered = message.lower()
+        if any(phrase in lowered for phrase in context_phrases):
+            code = "context_length_exceeded"
+            param = param or "input"
+        return UpstreamError(message, status=400, code=code, type="invalid_request_error", param=param)
+    if status == 429:
+        return UpstreamError(message or "The upstream is rate limiting requests.", status=429,
+                             code="rate_limit_exceeded", type="requests")
+    if status in (401, 403):
+        return UpstreamError("The upstream model server rejected the gateway's credentials.", status=502,
+                             code="upstream_auth_failed")
+    if status in (503, 529):
+        return UpstreamError(f"The upstream model server is overloaded or unavailable (HTTP {status}).",
+                             status=503, code="upstream_unavailable")
+    return UpstreamError(f"The upstream model server failed (HTTP {status}): {message}"[:500], status=502,
+                         code="upstream_error")
