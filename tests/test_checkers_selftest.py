@@ -23,7 +23,7 @@ from tests.support.schema import (
     validate_request,
     validate_response,
 )
-from tests.support.stream_check import KNOWN_EVENT_TYPES, check_stream, parse_sse
+from tests.support.stream_check import KNOWN_EVENT_TYPES, RULES, check_stream, inspect_stream, parse_sse
 
 RECORDINGS = RECORDINGS_DIR / "openai_responses"
 RECORDED = {path.name: yaml.safe_load(path.read_text()) for path in sorted(RECORDINGS.glob("*.yaml"))}
@@ -605,3 +605,30 @@ def test_recorded_stream_with_renamed_reasoning_events_still_matches():
         validate_event(event)
     assert "response.reasoning_text.delta" in result.types
     assert not any(re.fullmatch(r"response\.reasoning\.(delta|done)", t) for t in result.types)
+
+
+# --- collecting every violation, for reports ------------------------------------------------------------------
+
+
+def test_inspect_reports_each_defect_once_with_its_rule():
+    """A wrong index is reported where it happens, not again at every later event of the item."""
+    events = simple()
+    for e in events:
+        if e.get("content_index") == 0:
+            e["content_index"] = 1
+    edit_done_item(events, 1, id="fc_other")
+    result = inspect_stream(encode(events))
+    assert [(v.rule, v.event["type"]) for v in result.violations] == [
+        ("part.index", "response.content_part.added"),
+        ("part.closed", "response.output_item.done"),
+        ("item.id", "response.output_item.done"),
+        ("terminal.output", "response.completed"),
+    ]
+    assert "output[1] id 'fc_1' vs streamed 'fc_other'" in result.violations[-1].message
+    assert str(result.violations[0]).startswith("#3 response.content_part.added: content part 1 announced")
+    assert all(v.rule in RULES for v in result.violations)
+
+
+def test_inspect_clean_stream_has_no_violations():
+    result = inspect_stream(encode(rich()))
+    assert result.ok and result.terminal["type"] == "response.completed"
