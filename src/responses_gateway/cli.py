@@ -10,6 +10,8 @@ from dataclasses import fields, replace
 
 from . import __version__
 from .config import CHOICES, ENV, Settings, check, from_env
+from .conformance.command import add_arguments as add_check_arguments
+from .conformance.command import run as check_command
 
 log = logging.getLogger("responses_gateway")
 
@@ -40,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-body-bytes", type=int, help=f"request size limit [{ENV['max_body_bytes']}]")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                        help=f"[{ENV['log_level']}; default info]")
+    add_check_arguments(sub.add_parser("check", help="check a Responses API endpoint's conformance (docs/check.md)"))
     for command in (serve, _db(sub)):
         command.add_argument("--db", metavar="URL",
                              help="where responses are stored: a SQLite path or sqlite:///path, "
@@ -77,6 +80,8 @@ def settings_from(args: argparse.Namespace, environ=None) -> Settings:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if args.command == "check":
+        sys.exit(check_command(args))
     try:
         settings = settings_from(args)
     except ValueError as exc:

@@ -309,6 +309,7 @@ class FakeChatUpstream:
         app = web.Application()
         app.router.add_post(self.POST_PATH, self._play)
         app.router.add_get("/v1/models", self._models)
+        self._add_routes(app.router)
         # A short shutdown timeout: a test that leaves a stream sleeping must not stall teardown.
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
@@ -334,6 +335,9 @@ class FakeChatUpstream:
 
     def _stream_headers(self) -> dict[str, str]:
         return {}
+
+    def _add_routes(self, router: web.UrlDispatcher) -> None:
+        """More endpoints of the protocol, for subclasses (e.g. GET /v1/responses/{id})."""
 
     def _no_script(self) -> Json:
         return error_json(500, "fake upstream: no script queued", type="server_error")

@@ -51,6 +51,17 @@ PARTS = {
 
 PARTS_DONE = {where: done for _, done, where in PARTS.values()}
 
+#: The id prefix of each output item type, as OpenAI's endpoint sends them.
+ID_PREFIXES = {
+    "message": "msg_",
+    "reasoning": "rs_",
+    "function_call": "fc_",
+    "custom_tool_call": "ctc_",
+    "mcp_call": "mcp_",
+    "mcp_list_tools": "mcpl_",
+    "mcp_approval_request": "mcpr_",
+}
+
 KNOWN_EVENT_TYPES = frozenset(
     {*TERMINAL, *LIFECYCLE, "error", "response.output_item.added", "response.output_item.done"}
     | {name for added, done, _ in PARTS.values() for name in (added, done)}
@@ -66,7 +77,7 @@ KNOWN_EVENT_TYPES = frozenset(
 #: Every rule: id -> what it demands. The ids are stable: reports, --only filters and docs/check.md use them.
 RULES: dict[str, str] = {
     "sse.blank-line-end": "the body ends with a blank line (SSE clients drop an unterminated last frame)",
-    "sse.done-marker": "a gateway stream ends with a bare `data: [DONE]`, and nothing says [DONE] before the end",
+    "sse.done-marker": "`data: [DONE]`, when sent, is bare and last (the tests also demand it of the gateway)",
     "sse.json": "every data line is a JSON object with a `type`",
     "sse.event-line": "every frame has an `event:` line naming its JSON `type` (OpenAI sends one)",
     "sse.sequence": "sequence_number counts 0, 1, 2... without gaps",
@@ -77,6 +88,8 @@ RULES: dict[str, str] = {
     "stream.error-then-failed": "an `error` event is followed by response.failed",
     "item.index": "output items are announced with output_index 0, 1, 2... in order",
     "item.added-first": "an event refers to an output item only after its output_item.added, and before its .done",
+    "item.id-prefix": "output item ids carry their type's prefix, as OpenAI's do (rs_ reasoning, msg_ message, "
+    "fc_ function_call...): clients tell items apart by it",
     "item.id": "item_id matches the id of the item at output_index; output_item.done keeps the .added id and type",
     "part.index": "content/summary parts are announced with index 0, 1, 2... within their item",
     "part.added-first": "an event refers to a part only after its .part.added, and before its .part.done",
@@ -284,6 +297,11 @@ class _Checker:
         if not isinstance(index, int) or index in self.items:
             self.fail("item.index", f"output_index {index!r} announced twice")
         self.items[index] = _Item(index, item)  # type: ignore[arg-type]
+        prefix = ID_PREFIXES.get(item["type"])  # type: ignore[index]
+        item_id = item.get("id")  # type: ignore[union-attr]
+        if prefix and isinstance(item_id, str):
+            self.note(item_id.startswith(prefix), "item.id-prefix",
+                      f"{item['type']} item with id {item_id!r}, expected the prefix {prefix}")  # type: ignore[index]
 
     def item(self) -> _Item:
         ev = self.ev
@@ -467,7 +485,14 @@ def inspect_stream(raw: bytes | str, *, require_done: bool = True, allow_unknown
     ``require_done=False`` is for OpenAI's own streams, which end without ``data: [DONE]``.
     """
     violations: list[Violation] = []
-    events = _decode(raw, require_done, violations)
+    return inspect_events(_decode(raw, require_done, violations), allow_unknown=allow_unknown,
+                          violations=violations)
+
+
+def inspect_events(events: list[dict], *, allow_unknown: bool = False,
+                   violations: list[Violation] | None = None) -> StreamResult:
+    """The ordering rules alone, for events that came without SSE framing (a WebSocket's messages)."""
+    violations = [] if violations is None else violations
     if not events:
         violations.append(Violation("stream.opening", "stream has no events"))
         return StreamResult(events, None, violations)
