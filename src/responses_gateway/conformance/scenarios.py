@@ -253,13 +253,20 @@ async def reasoning(client: Client, model: str, result: ScenarioResult) -> None:
         result.notes.append("no reasoning item in the answer (the model may not reason, or not show it)")
 
 
-async def function_tool(client: Client, model: str, result: ScenarioResult) -> None:
-    body = {"model": model, "input": "Call the function get_weather for Paris and do not answer directly.",
-            "tools": [WEATHER_TOOL], "tool_choice": "required", "stream": True}
-    ex = await client.create("function tool, streamed", body)
+async def forced_call(client: Client, model: str, result: ScenarioResult, tool: dict, prompt: str,
+                      kind: str) -> tuple[Exchange, list[dict]]:
+    """Stream a request that must call ``tool``; the exchange and the ``kind`` items it produced."""
+    body = {"model": model, "input": prompt, "tools": [tool], "tool_choice": "required", "stream": True}
+    ex = await client.create(f"{tool['type']} tool, streamed", body)
     result.exchanges.append(ex)
-    calls = output_items(ex, "function_call")
-    expect(ex, bool(calls), "scenario.output", "no function_call item although tool_choice is required")
+    calls = output_items(ex, kind)
+    expect(ex, bool(calls), "scenario.output", f"no {kind} item although tool_choice is required")
+    return ex, calls
+
+
+async def function_tool(client: Client, model: str, result: ScenarioResult) -> None:
+    ex, calls = await forced_call(client, model, result, WEATHER_TOOL,
+                                  "Call the function get_weather for Paris and do not answer directly.", "function_call")
     for call in calls:
         expect(ex, call.get("name") == "get_weather", "scenario.output", f"call of {call.get('name')!r}")
         expect(ex, bool(call.get("call_id")), "scenario.output", "function_call without call_id")
@@ -272,12 +279,8 @@ async def function_tool(client: Client, model: str, result: ScenarioResult) -> N
 
 
 async def custom_tool(client: Client, model: str, result: ScenarioResult) -> None:
-    body = {"model": model, "input": "Use run_sql to count the rows of the orders table.",
-            "tools": [SQL_TOOL], "tool_choice": "required", "stream": True}
-    ex = await client.create("custom tool, streamed", body)
-    result.exchanges.append(ex)
-    calls = output_items(ex, "custom_tool_call")
-    expect(ex, bool(calls), "scenario.output", "no custom_tool_call item although tool_choice is required")
+    ex, calls = await forced_call(client, model, result, SQL_TOOL,
+                                  "Use run_sql to count the rows of the orders table.", "custom_tool_call")
     for call in calls:
         expect(ex, isinstance(call.get("input"), str) and bool(call.get("call_id")), "scenario.output",
                f"custom_tool_call without a string input and a call_id: {call!r:.200}")
