@@ -14,8 +14,10 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from . import metrics
+from .api import conversations
 from .api.auth import KeyAuth
 from .api.errors import HANDLERS, error_response
+from .api.input_tokens import count_input_tokens
 from .api.responses import create_response
 from .api.stored import cancel_response, delete_response, get_response, list_input_items
 from .config import Settings
@@ -108,10 +110,20 @@ def create_app(settings: Settings, upstream=None, router: Router | None = None) 
             Route("/v1/models", list_models, methods=["GET"]),
             Route("/v1/responses", create_response, methods=["POST"]),
             WebSocketRoute("/v1/responses", responses_websocket),
+            Route("/v1/responses/input_tokens", count_input_tokens, methods=["POST"]),
             Route("/v1/responses/{response_id}", get_response, methods=["GET"]),
             Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
             Route("/v1/responses/{response_id}/cancel", cancel_response, methods=["POST"]),
             Route("/v1/responses/{response_id}/input_items", list_input_items, methods=["GET"]),
+            Route("/v1/conversations", conversations.create_conversation, methods=["POST"]),
+            Route("/v1/conversations/{conversation_id}", conversations.get_conversation, methods=["GET"]),
+            Route("/v1/conversations/{conversation_id}", conversations.update_conversation, methods=["POST"]),
+            Route("/v1/conversations/{conversation_id}", conversations.delete_conversation, methods=["DELETE"]),
+            Route("/v1/conversations/{conversation_id}/items", conversations.add_items, methods=["POST"]),
+            Route("/v1/conversations/{conversation_id}/items", conversations.list_items, methods=["GET"]),
+            Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.get_item, methods=["GET"]),
+            Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item,
+                  methods=["DELETE"]),
         ],
         exception_handlers=HANDLERS,
         lifespan=lifespan,

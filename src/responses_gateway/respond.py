@@ -14,12 +14,16 @@ from typing import Any
 from .composer import Composer
 from .pipeline import OnFinal, run
 from .protocol.items import found_tools, normalize_input
-from .protocol.request import CreateResponse
+from .protocol.request import CreateResponse, conversation_id
 from .protocol.response import skeleton
 from .protocol.tools import normalize_tools
-from .state import resolve
+from .state import conversation_history, resolve
 from .tools.history import lower_mcp
-from .upstreams.base import Call
+from .truncation import Truncating
+from .upstreams.base import Call, Upstream
+
+# A conversation takes a response's input and output when it ends with these statuses (docs/conversations.md).
+APPENDED = ("completed", "incomplete")
 
 # (previous_response_id, this request's items, owner) → (history sent upstream, items as stored)
 Resolver = Callable[[str | None, list[dict], str], Awaitable[tuple[list[dict], list[dict]]]]
@@ -41,11 +45,20 @@ class Started:
         return self.composer.final
 
 
-async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolver | None = None,
-                then: OnFinal | None = None) -> Started:
-    """`state`: the app's state (settings, router, store). `resolver` replaces the store's history lookup
-    (a WebSocket connection keeps its last response in memory); `then` runs with the final response after it
-    is stored and before the terminal event is sent."""
+@dataclass
+class Prepared:
+    """A request resolved against its route and state, ready to call the upstream (or count its tokens)."""
+
+    upstream: Upstream
+    call: Call
+    history: list[dict]
+    items: list[dict]
+    conversation: str | None
+
+
+async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolver | None = None) -> Prepared:
+    """Route the model, resolve the history (previous response, item references, conversation) and the
+    tools. Raises APIError for anything the client must fix."""
     settings, store = state.settings, state.store
     upstream, upstream_model = state.router.pick(req.model)
     items = normalize_input(req.input)
@@ -53,19 +66,38 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
         history, items = await resolve(store, req.previous_response_id, items, owner)
     else:
         history, items = await resolver(req.previous_response_id, items, owner)
+    conversation = conversation_id(req.conversation)
+    if conversation is not None:
+        history = await conversation_history(store, conversation, owner) + history
     tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
                             found=found_tools(history))
+    if req.truncation == "auto":
+        upstream = Truncating(upstream, getattr(getattr(upstream, "route", None), "context_window", None))
     call = Call(req, lower_mcp(history), tools, req.instructions, upstream_model)
+    return Prepared(upstream, call, history, items, conversation)
+
+
+async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolver | None = None,
+                then: OnFinal | None = None) -> Started:
+    """`state`: the app's state (settings, router, store). `resolver` replaces the store's history lookup
+    (a WebSocket connection keeps its last response in memory); `then` runs with the final response after it
+    is stored and before the terminal event is sent."""
+    settings, store = state.settings, state.store
+    prepared = await prepare(state, req, owner, resolver)
+    call, history, items, upstream = prepared.call, prepared.history, prepared.items, prepared.upstream
     include = req.include or ()
+    response = skeleton(req, call.tools)
+    if prepared.conversation is not None:
+        response["conversation"] = {"id": prepared.conversation}
     composer = Composer(
-        skeleton(req, tools),
+        response,
         logprobs="message.output_text.logprobs" in include,
         encrypted_reasoning="reasoning.encrypted_content" in include,
         reasoning_summary=bool(req.reasoning and (req.reasoning.summary or req.reasoning.generate_summary)
                                not in (None, "none")),
     )
     loop = stream = None
-    if tools.mcp:  # tools are listed inside the stream first, so every step opens inside it
+    if call.tools.mcp:  # tools are listed inside the stream first, so every step opens inside it
         from .tools.loop import MCPLoop
 
         loop = MCPLoop(call, history, upstream, allow_hosts=settings.mcp_hosts(), timeout=settings.mcp_timeout,
@@ -73,12 +105,15 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
     else:  # an UpstreamError here (an APIError) is answered with its own status, before any event
         stream = await upstream.open(call)
     save = store is not None and req.store is not False
+    conversation = prepared.conversation
 
     async def on_final(final: dict) -> None:
         if save:
             await store.save(composer.stored(), items, owner)
+        if conversation is not None and final["status"] in APPENDED:
+            await store.append_conversation(conversation, owner, items + composer.stored()["output"])
         if then is not None:
             await then(final)
 
-    hook = on_final if save or then is not None else None
+    hook = on_final if save or conversation is not None or then is not None else None
     return Started(req, composer, history, items, owner, run(composer, stream, hook, loop))

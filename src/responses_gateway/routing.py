@@ -11,6 +11,7 @@ The config file is TOML:
     max_tokens = 8192               # optional: when the request sets no max_output_tokens
     reasoning_history = "reasoning_content"   # chat_completions only
     max_tokens_field = "max_tokens"           # chat_completions only
+    context_window = 32768          # optional: tokens; truncation "auto" fits the input before calling
 
 Routes are tried in order; the first match wins.
 """
@@ -30,7 +31,7 @@ log = logging.getLogger("responses_gateway.routing")
 
 KINDS = ("chat_completions", "anthropic", "responses", "demo")
 KEYS = {"match", "kind", "base_url", "api_key_env", "api_key", "model", "max_tokens", "reasoning_history",
-        "max_tokens_field", "connect_timeout", "read_timeout"}
+        "max_tokens_field", "connect_timeout", "read_timeout", "context_window"}
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def load_rules(path: str, environ=None) -> list[Rule]:
             if not key:
                 log.warning("%s: environment variable %s is not set", where, entry["api_key_env"])
         fields = {k: entry[k] for k in ("model", "max_tokens", "reasoning_history", "max_tokens_field",
-                                        "connect_timeout", "read_timeout") if k in entry}
+                                        "connect_timeout", "read_timeout", "context_window") if k in entry}
         rules.append(Rule(entry["match"], Route(kind=kind, base_url=entry.get("base_url", ""), api_key=key,
                                                 **fields)))
     if not rules:

@@ -52,6 +52,14 @@ async def resolve(store: Store | None, previous_response_id: str | None, items: 
     return history + items, with_ids(items)
 
 
+async def conversation_history(store: Store | None, conversation: str, owner: str) -> list[dict]:
+    """A conversation's items, oldest first, as history for a response created in it."""
+    found = await store.conversation_history(conversation, owner) if store is not None else None
+    if found is None:
+        raise APIError(404, f"Conversation with id '{conversation}' not found.", param="conversation", code=None)
+    return [normalize_item(item, "conversation") for item in found]
+
+
 def with_ids(items: list[dict]) -> list[dict]:
     """Input items as stored and listed: each with an id, messages with a status, as OpenAI lists them."""
     out = []

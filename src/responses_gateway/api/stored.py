@@ -10,6 +10,7 @@ from ..errors import APIError, invalid, unsupported
 from ..protocol.reasoning import seal
 from ..protocol.request import INCLUDE_VALUES
 from ..state import not_found
+from .paging import page_body, page_params
 from .responses import owner
 
 
@@ -68,16 +69,7 @@ async def cancel_response(request: Request) -> Response:
 async def list_input_items(request: Request) -> Response:
     q = request.query_params
     _include(request)
-    order = q.get("order", "desc")
-    if order not in ("asc", "desc"):
-        raise invalid(f"Invalid value: '{order}'. Supported values are: 'asc' and 'desc'.", "order")
-    try:
-        limit = int(q.get("limit", "20"))
-    except ValueError:
-        raise APIError(400, "Invalid type for 'limit': expected an integer.", param="limit",
-                       code="invalid_type") from None
-    if not 1 <= limit <= 100:
-        raise invalid(f"Invalid 'limit': expected a value between 1 and 100, but got {limit} instead.", "limit")
+    limit, order = page_params(q)
     response_id = request.path_params["response_id"]
     store = request.app.state.store
     page = None
@@ -86,11 +78,4 @@ async def list_input_items(request: Request) -> Response:
                                        limit=limit, order=order)
     if page is None:
         raise not_found(response_id)
-    data = page.items
-    return _json({
-        "object": "list",
-        "data": data,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-        "has_more": page.has_more,
-    })
+    return _json(page_body(page))

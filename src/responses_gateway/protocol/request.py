@@ -96,6 +96,30 @@ def parse_request(raw: bytes) -> CreateResponse:
     return req
 
 
+def conversation_id(value: str | dict[str, Any] | None) -> str | None:
+    """`conversation` is an id or `{"id": ...}`."""
+    if value is None or isinstance(value, str):
+        return value
+    cid = value.get("id")
+    if not isinstance(cid, str) or set(value) - {"id"}:
+        raise invalid("Invalid 'conversation': expected a conversation id or an object with an 'id'.",
+                      "conversation")
+    return cid
+
+
+def check_metadata(metadata: dict[str, str] | None) -> None:
+    """OpenAI's limits on `metadata`, wherever it is accepted (responses, conversations)."""
+    if metadata is None:
+        return
+    if len(metadata) > 16:
+        raise invalid("Invalid 'metadata': too many properties. Expected at most 16.", "metadata")
+    for key, value in metadata.items():
+        if len(key) > 64:
+            raise invalid(f"Invalid 'metadata': key '{key[:70]}' is longer than 64 characters.", "metadata")
+        if len(value) > 512:
+            raise invalid(f"Invalid 'metadata.{key}': string longer than 512 characters.", f"metadata.{key}")
+
+
 def _check_semantics(req: CreateResponse) -> None:
     for i, value in enumerate(req.include or ()):
         if value not in INCLUDE_VALUES:
@@ -105,20 +129,15 @@ def _check_semantics(req: CreateResponse) -> None:
                 + ".",
                 f"include[{i}]",
             )
-    if req.metadata is not None:
-        if len(req.metadata) > 16:
-            raise invalid("Invalid 'metadata': too many properties. Expected at most 16.", "metadata")
-        for key, value in req.metadata.items():
-            if len(key) > 64:
-                raise invalid(f"Invalid 'metadata': key '{key[:70]}' is longer than 64 characters.", "metadata")
-            if len(value) > 512:
-                raise invalid(f"Invalid 'metadata.{key}': string longer than 512 characters.", f"metadata.{key}")
+    check_metadata(req.metadata)
     if req.background:
         raise unsupported("background", "Background responses")
-    if req.truncation == "auto":
-        raise unsupported("truncation", "truncation 'auto'")
     if req.conversation is not None:
-        raise unsupported("conversation", "The Conversations API")
+        if req.previous_response_id is not None:
+            raise APIError(400, "Mutually exclusive parameters: Ensure you are only providing one of: "
+                           "'previous_response_id' or 'conversation'.", param=None,
+                           code="mutually_exclusive_parameters")
+        conversation_id(req.conversation)
     if req.prompt is not None:
         raise unsupported("prompt", "Reusable prompts")
     fmt = req.text.format if req.text else None

@@ -23,6 +23,7 @@ class Route:
     max_tokens_field: str = "max_tokens"  # chat_completions: max_tokens | max_completion_tokens
     connect_timeout: float = 30.0
     read_timeout: float | None = 600.0
+    context_window: int | None = None  # tokens; lets truncation "auto" fit the input before calling
 
 
 @dataclass

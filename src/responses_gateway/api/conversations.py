@@ -1,0 +1,109 @@
+"""The Conversations API: a conversation is a list of items owned by one API key, kept until deleted.
+
+Responses created with `conversation` read its items as history and append their own input and output when
+they finish (see respond.py and docs/conversations.md for the rule).
+"""
+
+from __future__ import annotations
+
+import time
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..errors import APIError
+from ..ids import new_id
+from ..protocol.conversations import parse_create, parse_items, parse_update
+from ..state import with_ids
+from ..store.base import Page
+from .paging import page_body, page_params
+from .responses import owner, read_body
+from .stored import _include, _json
+
+
+def not_found(conversation_id: str) -> APIError:
+    return APIError(404, f"Conversation with id '{conversation_id}' not found.", code=None)
+
+
+def _store(request: Request):
+    store = request.app.state.store
+    if store is None:
+        raise APIError(400, "This gateway keeps no state (it runs with --db none): conversations are "
+                       "unavailable.", code="unsupported_parameter")
+    return store
+
+
+async def _body(request: Request) -> bytes:
+    return await read_body(request, request.app.state.settings.max_body_bytes)
+
+
+async def _existing(request: Request) -> dict:
+    cid = request.path_params["conversation_id"]
+    found = await _store(request).get_conversation(cid, owner(request))
+    if found is None:
+        raise not_found(cid)
+    return found
+
+
+async def create_conversation(request: Request) -> Response:
+    items, metadata = parse_create(await _body(request))
+    store = _store(request)
+    conversation = {"id": new_id("conv"), "object": "conversation", "created_at": int(time.time()),
+                    "metadata": metadata}
+    await store.create_conversation(conversation, with_ids(items), owner(request))
+    return _json(conversation)
+
+
+async def get_conversation(request: Request) -> Response:
+    return _json(await _existing(request))
+
+
+async def update_conversation(request: Request) -> Response:
+    metadata = parse_update(await _body(request))
+    conversation = await _existing(request)
+    await _store(request).update_conversation(conversation["id"], owner(request), metadata)
+    return _json({**conversation, "metadata": metadata})
+
+
+async def delete_conversation(request: Request) -> Response:
+    cid = request.path_params["conversation_id"]
+    if not await _store(request).delete_conversation(cid, owner(request)):
+        raise not_found(cid)
+    return _json({"id": cid, "object": "conversation.deleted", "deleted": True})
+
+
+async def add_items(request: Request) -> Response:
+    _include(request)
+    items = with_ids(parse_items(await _body(request)))
+    conversation = await _existing(request)
+    await _store(request).append_conversation(conversation["id"], owner(request), items)
+    return _json(page_body(Page(items, False)))
+
+
+async def list_items(request: Request) -> Response:
+    _include(request)
+    limit, order = page_params(request.query_params)
+    cid = request.path_params["conversation_id"]
+    page = await _store(request).conversation_items(cid, owner(request), after=request.query_params.get("after"),
+                                                    limit=limit, order=order)
+    if page is None:
+        raise not_found(cid)
+    return _json(page_body(page))
+
+
+async def get_item(request: Request) -> Response:
+    _include(request)
+    conversation = await _existing(request)
+    item_id = request.path_params["item_id"]
+    item = await _store(request).conversation_item(conversation["id"], item_id, owner(request))
+    if item is None:
+        raise APIError(404, f"Item with id '{item_id}' not found.", code=None)
+    return _json(item)
+
+
+async def delete_item(request: Request) -> Response:
+    conversation = await _existing(request)
+    item_id = request.path_params["item_id"]
+    if not await _store(request).delete_conversation_item(conversation["id"], item_id, owner(request)):
+        raise APIError(404, f"Item with id '{item_id}' not found.", code=None)
+    return _json(conversation)

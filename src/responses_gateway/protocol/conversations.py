@@ -1,0 +1,58 @@
+"""Request bodies of the Conversations API, validated at the boundary with OpenAI's error shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import invalid
+from .items import normalize_item
+from .request import _Model, _to_api_error, check_metadata
+
+MAX_ITEMS = 20  # per create or add call, as at OpenAI
+
+
+class CreateConversation(_Model):
+    items: list[dict[str, Any]] | None = None
+    metadata: dict[str, str] | None = None
+
+
+class UpdateConversation(_Model):
+    metadata: dict[str, str]
+
+
+class AddItems(_Model):
+    items: list[dict[str, Any]]
+
+
+def _parse(model: type[_Model], raw: bytes) -> Any:
+    try:
+        return model.model_validate_json(raw or b"{}")
+    except ValidationError as exc:
+        raise _to_api_error(exc) from None
+
+
+def _items(items: list[dict[str, Any]] | None) -> list[dict]:
+    if items is None:
+        return []
+    if len(items) > MAX_ITEMS:
+        raise invalid(f"Invalid 'items': array too long. Expected an array with maximum length {MAX_ITEMS}, "
+                      f"but got an array with length {len(items)} instead.", "items", "array_above_max_length")
+    return [normalize_item(item, f"items[{i}]") for i, item in enumerate(items)]
+
+
+def parse_create(raw: bytes) -> tuple[list[dict], dict[str, str]]:
+    body = _parse(CreateConversation, raw)
+    check_metadata(body.metadata)
+    return _items(body.items), body.metadata or {}
+
+
+def parse_update(raw: bytes) -> dict[str, str]:
+    body = _parse(UpdateConversation, raw)
+    check_metadata(body.metadata)
+    return body.metadata
+
+
+def parse_items(raw: bytes) -> list[dict]:
+    return _items(_parse(AddItems, raw).items)
