@@ -182,3 +182,39 @@ def test_concurrent_responses_lose_no_item(start_gateway, upstream):
         for i in range(0, len(said), 2):  # each question is followed at once by its own answer
             assert said[i + 1] == f"re: {said[i]}"
         assert len({item["id"] for item in items}) == len(items)
+
+
+def test_agents_sdk_conversations_session_remembers(start_gateway, upstream):
+    """The OpenAI Agents SDK keeps a session in a server-side conversation (`OpenAIConversationsSession`), and
+    runs in one with `conversation_id`: both remember earlier turns through the gateway."""
+    agents = pytest.importorskip("agents")
+    from agents.memory import OpenAIConversationsSession
+
+    agents.set_tracing_disabled(True)
+    gw = start_gateway()
+
+    def remembering(request: RecordedRequest) -> Stream:
+        said = [m["content"] for m in request.body["messages"] if m["role"] == "user"]
+        return Stream(text_stream([f"you said: {' | '.join(said)}"]))
+
+    upstream.default = remembering
+
+    async def main() -> tuple[list[str], list[str], list[str]]:
+        async with openai.AsyncOpenAI(base_url=f"{gw.url}/v1", api_key="x", max_retries=0, timeout=30) as client:
+            agent = agents.Agent(name="a", instructions="Be brief.",
+                                 model=agents.OpenAIResponsesModel(model=MODEL, openai_client=client))
+            session = OpenAIConversationsSession(openai_client=client)
+            first = await agents.Runner.run(agent, "my name is Ada", session=session)
+            second = await agents.Runner.run(agent, "what is my name?", session=session)
+            stored = texts(await session.get_items())
+            conv = await client.conversations.create()
+            await agents.Runner.run(agent, "remember 42", conversation_id=conv.id)
+            third = await agents.Runner.run(agent, "what number?", conversation_id=conv.id)
+            return [first.final_output, second.final_output, third.final_output], stored, [conv.id]
+
+    outputs, stored, _ = asyncio.run(main())
+    assert outputs[0] == "you said: my name is Ada"
+    assert outputs[1] == "you said: my name is Ada | what is my name?"
+    assert outputs[2] == "you said: remember 42 | what number?"
+    assert stored == ["my name is Ada", "you said: my name is Ada", "what is my name?",
+                      "you said: my name is Ada | what is my name?"]
