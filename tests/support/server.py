@@ -21,7 +21,9 @@ class UvicornThread:
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+        # keep-alive longer than any test: a loaded machine must not turn the idle-close race into failures
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1,
+                                timeout_keep_alive=120)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
 
