@@ -617,3 +617,14 @@ def test_signature_split_over_deltas(http, fake):
     fake.enqueue(frames)
     result = stream(http, {"model": "m", "input": "x", "include": ["reasoning.encrypted_content"]})
     assert unseal(result.response["output"][0]["encrypted_content"]) == ("x", SIG1)
+
+
+def test_input_tokens_counted_by_anthropic(http, fake):
+    """`/v1/responses/input_tokens` on an Anthropic route asks `count_tokens` (which refuses extra fields)."""
+    body = {"model": "claude-x", "input": "How many tokens is this?", "instructions": "Be brief.",
+            "tools": [{"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}}]}
+    r = http.post("/v1/responses/input_tokens", json=body)
+    assert r.status_code == 200, r.text
+    [sent] = fake.counted
+    assert r.json() == {"object": "response.input_tokens", "input_tokens": fake.fake_token_count(sent.body)}
+    assert sent.body["system"] and sent.body["tools"][0]["name"] == "f" and "max_tokens" not in sent.body

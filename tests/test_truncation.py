@@ -121,3 +121,28 @@ def test_input_tokens(start_gateway, upstream):
         assert r.status_code == 400 and r.json()["error"]["code"] == "unknown_parameter"
         r = http.post("/v1/responses/input_tokens", json={"model": MODEL, "previous_response_id": "resp_nope"})
         assert r.status_code == 400 and r.json()["error"]["code"] == "previous_response_not_found"
+
+
+def test_input_tokens_counted_by_vllm_tokenize(start_gateway, upstream):
+    """On a Chat Completions route the count comes from vLLM's `/tokenize` (the fake counts chars / 4 + 3 per
+    message), with the chat messages the generation would send."""
+    gw = start_gateway()
+    client = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="x", max_retries=0, timeout=30)
+    counted = client.responses.input_tokens.count(model=MODEL, input="count me", instructions="Be brief.")
+    [sent] = upstream.counted
+    assert sent.path == "/tokenize"
+    assert [m["role"] for m in sent.body["messages"]] == ["system", "user"]
+    assert counted.input_tokens == upstream.fake_token_count(sent.body)
+
+
+def test_input_tokens_estimated_without_a_counter(backend):
+    """The demo upstream cannot count: the documented estimate answers."""
+    from responses_gateway import tokens
+    from responses_gateway.config import Settings
+    from tests.support.server import GatewayServer
+
+    with GatewayServer(Settings(upstream_url="demo", db=backend.db)) as gw:
+        client = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="x", max_retries=0, timeout=30)
+        counted = client.responses.input_tokens.count(model="demo", input="hello there", instructions="Be brief.")
+    message = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello there"}]}
+    assert counted.input_tokens == tokens.estimate([message], "Be brief.")

@@ -202,6 +202,8 @@ class FakeAnthropic(FakeChatUpstream):
     answering `POST /v1/messages` with Anthropic's headers and its paginated `GET /v1/models`."""
 
     POST_PATH = "/v1/messages"
+    COUNT_PATH = "/v1/messages/count_tokens"
+    COUNT_FIELDS = {"model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers"}
 
     def __init__(self, models: Sequence[str] = (DEFAULT_MODEL, "claude-haiku-4-5-20251001")) -> None:
         super().__init__(models)
@@ -223,6 +225,18 @@ class FakeAnthropic(FakeChatUpstream):
 
     def _no_script(self) -> Json:
         return error_json(500, "api_error", "fake anthropic: no script queued")
+
+    async def _count(self, request: web.Request) -> web.Response:
+        """`POST /v1/messages/count_tokens`: `{"input_tokens"}`; extra fields are refused, as Anthropic does."""
+        recorded = await self._record(request)
+        body = recorded.body if isinstance(recorded.body, dict) else {}
+        extra = sorted(set(body) - self.COUNT_FIELDS)
+        if extra or "model" not in body or not isinstance(body.get("messages"), list):
+            reason = f"{extra[0]}: Extra inputs are not permitted" if extra else "messages: Field required"
+            return _json_response(error_json(400, "invalid_request_error", reason))
+        with self._lock:
+            self.counted.append(recorded)
+        return _json_response(Json({"input_tokens": self.fake_token_count(body)}))
 
     async def _models(self, request: web.Request) -> web.Response:
         """Anthropic's paginated list: `limit` (default 20), `after_id`, `has_more`, `first_id`/`last_id`."""

@@ -230,6 +230,7 @@ class FakeChatUpstream:
     detection are shared."""
 
     POST_PATH = "/v1/chat/completions"
+    COUNT_PATH = "/tokenize"  # vLLM's token counter lives at the server root
 
     def __init__(self, models: Sequence[str] = ("fake-model",)) -> None:
         self.models: list[str] = list(models)
@@ -241,6 +242,7 @@ class FakeChatUpstream:
         self._changed = threading.Condition(self._lock)
         self._queue: deque[Script] = deque()
         self._requests: list[RecordedRequest] = []
+        self.counted: list[RecordedRequest] = []  # token-count requests, kept apart from generations
         self._disconnects = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -274,6 +276,7 @@ class FakeChatUpstream:
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self.counted.clear()
             self._disconnects = 0
 
     # ---- lifecycle
@@ -309,6 +312,7 @@ class FakeChatUpstream:
         app = web.Application()
         app.router.add_post(self.POST_PATH, self._play)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post(self.COUNT_PATH, self._count)
         self._add_routes(app.router)
         # A short shutdown timeout: a test that leaves a stream sleeping must not stall teardown.
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
@@ -322,6 +326,22 @@ class FakeChatUpstream:
     async def _models(self, request: web.Request) -> web.Response:
         data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
         return _json_response(Json({"object": "list", "data": data}))
+
+    def fake_token_count(self, body: dict) -> int:
+        """The fake's tokenizer: characters / 4 over every string in the messages, plus 3 per message."""
+        return sum(3 + len(json.dumps(m.get("content"))) // 4 for m in body.get("messages") or ())
+
+    async def _count(self, request: web.Request) -> web.Response:
+        """vLLM's `POST /tokenize` for chat messages: `{"count", "max_model_len", "tokens"}`."""
+        recorded = await self._record(request)
+        body = recorded.body
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _json_response(error_json(400, "messages: Field required", type="BadRequestError", code=400))
+        count = self.fake_token_count(body)
+        with self._lock:
+            self.counted.append(recorded)
+        return _json_response(Json({"count": count, "max_model_len": 32768, "tokens": list(range(count)),
+                                    "token_strs": None}))
 
     @staticmethod
     async def _record(request: web.Request) -> RecordedRequest:

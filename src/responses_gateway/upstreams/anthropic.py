@@ -66,6 +66,14 @@ class AnthropicUpstream(HTTPUpstream):
                                upstream_http_error)
         return MessagesStream(resp, call)
 
+    async def count_tokens(self, call: Call) -> int | None:
+        """Anthropic's exact count (`/v1/messages/count_tokens`), or None to fall back to the estimate."""
+        body = {k: v for k, v in build_body(call, self.route).items()
+                if k in ("model", "messages", "system", "tools", "tool_choice", "thinking")}
+        found = await self.post_json(f"{self.api}/messages/count_tokens", body)
+        count = found.get("input_tokens") if found else None
+        return count if isinstance(count, int) else None
+
 
 def _model(m: dict) -> dict:
     created = 0

@@ -116,6 +116,16 @@ class ChatCompletionsUpstream(HTTPUpstream):
                                upstream_http_error)
         return ChatStream(resp, call)
 
+    async def count_tokens(self, call: Call) -> int | None:
+        """vLLM's (and SGLang's) exact count from `POST /tokenize` at the server root, with the chat template
+        applied; None (estimate instead) for servers without it."""
+        body = build_body(call, self.route)
+        root = self.base[:-3] if self.base.endswith("/v1") else self.base
+        found = await self.post_json(f"{root}/tokenize", {k: body[k] for k in ("model", "messages", "tools")
+                                                           if k in body})
+        count = found.get("count") if found else None
+        return count if isinstance(count, int) else None
+
 
 def upstream_http_error(status: int, raw: bytes, model: str | None) -> UpstreamError:
     """An OpenAI-style error answer (before any stream) as the error OpenAI would give."""

@@ -79,6 +79,18 @@ class HTTPUpstream:
             raise UpstreamError("The upstream model server answered with something that is not a JSON object.")
         return obj
 
+    async def post_json(self, url: str, body: dict) -> dict | None:
+        """POST for a small JSON answer (token counts): None on any failure, for callers that can estimate."""
+        try:
+            async with self.session.post(url, data=orjson.dumps(body), headers=self.headers) as resp:
+                raw = await resp.read()
+                if resp.status != 200:
+                    return None
+            obj = orjson.loads(raw)
+        except (*NETWORK_ERRORS, orjson.JSONDecodeError):
+            return None
+        return obj if isinstance(obj, dict) else None
+
     async def openai_models(self, http_error: HTTPError) -> list[dict]:
         """`GET {base}/models` of an OpenAI-style server, passed through."""
         data = (await self.get_json(f"{self.base}/models", http_error)).get("data") or []
