@@ -12,6 +12,7 @@ import copy
 import json
 
 import httpx
+import orjson
 import pytest
 
 from responses_gateway.config import Settings
@@ -547,3 +548,38 @@ def test_consecutive_reasoning_items_stay_separate(http, fake):
     from responses_gateway.protocol.reasoning import unseal
 
     assert [unseal(r["encrypted_content"])[1].rsplit(".", 1)[-1] for r in reasoning] == ["ENC_ONE", "ENC_TWO"]
+
+
+@pytest.mark.parametrize("kind", ["text", "function"])
+def test_vllm_native_streams_come_out_once(kind):
+    """vLLM's own /v1/responses through a responses route: reasoning under `msg_` ids, the message's first part
+    at content_index 1, and `response.completed` listing the items under new ids — each item comes out once,
+    with its text, call and reasoning intact (they came out two and three times)."""
+    from tests.support.replay_servers import VllmLikeServer
+    from tests.support.server import GatewayServer
+    from tests.support.stream_check import check_stream
+
+    body = {"model": "openai/gpt-oss-20b", "stream": True, "input": "Say hello in one short sentence."}
+    if kind == "function":
+        body["input"] = "What is the weather in Paris?"
+        body["tools"] = [{"type": "function", "name": "get_weather",
+                          "parameters": {"type": "object", "properties": {"location": {"type": "string"}}}}]
+    with VllmLikeServer() as up:
+        upstream = ResponsesUpstream(Route(kind="responses", base_url=up.base_url))
+        with GatewayServer(Settings(db="none"), upstream=upstream) as gw:
+            raw = httpx.post(f"{gw.url}/v1/responses", json=body, timeout=30).text
+    check_stream(raw)
+    events = [orjson.loads(line[6:]) for line in raw.splitlines() if line.startswith("data: {")]
+    added = [e["item"]["type"] for e in events if e["type"] == "response.output_item.added"]
+    final = events[-1]["response"]
+    assert [i["type"] for i in final["output"]] == added
+    reasoning = "".join(e["delta"] for e in events if e["type"] == "response.reasoning_text.delta")
+    assert reasoning and final["output"][0]["content"][0]["text"] == reasoning
+    if kind == "text":
+        assert added == ["reasoning", "message"]
+        text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+        assert text == "Hello!" and final["output"][1]["content"][0]["text"] == "Hello!"
+    else:
+        assert added == ["reasoning", "function_call"]
+        args = "".join(e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta")
+        assert args == '{"location":"Paris"}' == final["output"][1]["arguments"]

@@ -195,8 +195,11 @@ class Accumulator:
 
     # -- finding what an event is about ------------------------------------------------------------------
 
-    def _item(self, ev: dict, kind: str | None, payload: dict | None = None) -> Item:
-        """The item an event refers to, by `item_id`, else by `output_index`; created if new."""
+    def _item(self, ev: dict, kind: str | None, payload: dict | None = None, *, positional: bool = False) -> Item:
+        """The item an event refers to, created if new: by `item_id`, else by `output_index`. An id never seen
+        before at the index of an item of the same type is that item under another name — servers rename
+        items (vLLM's `response.completed` lists every item under a new id), or send a wrong `item_id` —
+        while that item is open, or always for the terminal's own list (`positional`)."""
         index = ev.get("output_index")
         item_id = ev.get("item_id") or (payload or {}).get("id")
         if not isinstance(item_id, str):
@@ -204,8 +207,11 @@ class Accumulator:
         item = self._ids.get(item_id) if item_id else None
         if item is None and type(index) is int:
             found = self._items.get(index)
-            if found is not None and (item_id is None or found.id is None or found.id == item_id):
+            if found is not None and (item_id is None or found.id is None or found.id == item_id
+                                      or (kind in (None, found.type) and (positional or not found.done))):
                 item = found
+                if item_id and item.id is not None:
+                    self._ids[item_id] = item  # the other name, for the events still to come
         if item is None:
             if type(index) is not int or index < 0 or index in self._items:
                 index = max(self._items, default=-1) + 1
@@ -261,7 +267,7 @@ class Accumulator:
     def _item_done(self, ev: dict, out: list[Event], synthesized: bool = False) -> None:
         """An `output_item.done`, or (`synthesized`) an item of the terminal event's `output`."""
         payload = ev.get("item") if isinstance(ev.get("item"), dict) else {}
-        item = self._item(ev, payload.get("type"), payload)
+        item = self._item(ev, payload.get("type"), payload, positional=synthesized)
         if item.done:
             return
         item.open(out)

@@ -91,7 +91,7 @@ class Part:
 
 class Item:
     __slots__ = ("index", "id", "payload", "content", "summary", "args", "args_final", "opened", "args_done",
-                 "done")
+                 "done", "seen")
 
     def __init__(self, index: int, kind: str | None):
         self.index = index
@@ -104,6 +104,7 @@ class Item:
         self.opened = False
         self.args_done = False
         self.done = False
+        self.seen: dict[str, dict[int, int]] = {}  # upstream part index → ours, per content / summary
 
     @property
     def type(self) -> str | None:
@@ -158,10 +159,17 @@ class Item:
         return part
 
     def part_index(self, where: str, ev: dict) -> int:
-        index = ev.get(INDEX_FIELD[where])
-        if type(index) is int and index >= 0:
-            return index
-        return max(self.parts(where), default=0)
+        """Our index of the part an event is about. Parts are numbered densely in the order the stream first
+        names them (vLLM opens a message's only part at content_index 1), and the event is corrected to it."""
+        field = INDEX_FIELD[where]
+        index = ev.get(field)
+        if type(index) is not int or index < 0:
+            return max(self.parts(where), default=0)
+        seen = self.seen.setdefault(where, {})
+        local = seen.setdefault(index, len(seen))
+        if local != index:
+            ev[field] = local
+        return local
 
     def sync_parts(self, where: str, parts: list) -> None:
         for i, payload in enumerate(parts):
