@@ -394,6 +394,18 @@ def test_item_reference_resolves_stored_items(oai, upstream):
     assert len(upstream.requests) == 3
 
 
+def test_item_reference_to_a_deleted_response_is_not_found(oai, upstream):
+    """Deleting a response also hides its items from item_reference (they resolved before)."""
+    upstream.enqueue(text_stream(["kept?"]))
+    gone = oai.responses.create(model=MODEL, input=[
+        {"type": "message", "role": "user", "content": "secret", "id": "msg_deleted_ref"}])
+    oai.responses.delete(gone.id)
+    for ref in ("msg_deleted_ref", gone.output[0].id):
+        with pytest.raises(openai.NotFoundError):
+            oai.responses.create(model=MODEL, input=[{"type": "item_reference", "id": ref}, user("hi")])
+    assert len(upstream.requests) == 1
+
+
 def test_retrieve_with_encrypted_reasoning(oai, upstream, web):
     upstream.enqueue(reasoning_then_text(["Secret ", "thoughts."], ["Done."]), text_stream(["next"]))
     r = oai.responses.create(model=MODEL, input="think")

@@ -153,7 +153,7 @@ class SQLStore:
         marks = ", ".join("?" for _ in ids)
         rows = await self.engine.fetchall(
             f"SELECT i.id, i.body FROM items i JOIN responses r ON r.id = i.response_id "
-            f"WHERE i.id IN ({marks}) AND i.owner = ? AND r.expires_at > ? ORDER BY r.created_at",
+            f"WHERE i.id IN ({marks}) AND i.owner = ? AND r.deleted = 0 AND r.expires_at > ? ORDER BY r.created_at",
             (*ids, owner, int(time.time())))
         return {row[0]: orjson.loads(row[1]) for row in rows}  # the latest copy wins
 
