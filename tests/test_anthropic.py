@@ -12,10 +12,10 @@ import pytest
 
 from responses_gateway.config import Settings
 from responses_gateway.errors import UpstreamError
-from responses_gateway.protocol.items import found_tools, normalize_input
+from responses_gateway.protocol.items import normalize_input
 from responses_gateway.protocol.reasoning import seal, unseal
 from responses_gateway.protocol.request import parse_request
-from responses_gateway.protocol.tools import normalize_tools
+from responses_gateway.protocol.tools import found_tools, normalize_tools
 from responses_gateway.upstreams.anthropic import AnthropicUpstream
 from responses_gateway.upstreams.anthropic_messages import build_body, thinking_blocks
 from responses_gateway.upstreams.base import Call, Route

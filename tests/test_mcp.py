@@ -255,3 +255,35 @@ def test_headers_and_authorization_are_used_but_never_kept(http, mcp_gateway, up
     # ...but only the tool's own output (which echoes it, by design of this test tool) holds the token
     for (body,) in rows:
         assert '"authorization"' not in body and "X-Trace" not in body
+
+
+IMPORTS_MCP_ONLY_WHEN_RUN = '''
+import sys
+from starlette.testclient import TestClient
+from responses_gateway.app import create_app
+from responses_gateway.config import Settings
+
+def post(http, **body):
+    return http.post("/v1/responses", json={"model": "demo", "input": "hi", **body})
+
+with TestClient(create_app(Settings(db="none"))) as http:
+    assert post(http, stream=True).status_code == 200
+    assert post(http, tools=[{"type": "function", "name": "f"}]).status_code == 200
+    bad = post(http, tools=[{"type": "mcp", "server_label": "s"}])  # parsed and refused without the SDK
+    assert bad.status_code == 400 and "server_url" in bad.json()["error"]["message"], bad.text
+    print("mcp" in sys.modules)
+    ran = post(http, tools=[{"type": "mcp", "server_label": "s", "server_url": "http://127.0.0.1:9/mcp"}])
+    assert ran.status_code == 200 and ran.json()["output"][0]["type"] == "mcp_list_tools", ran.text
+    print("mcp" in sys.modules)
+'''
+
+
+def test_the_mcp_sdk_is_imported_only_by_requests_that_run_mcp_tools():
+    """The SDK costs ~25 MiB of RSS per worker: requests without MCP tools (and the parsing of a declaration)
+    must not import it; a request that runs MCP tools does."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", IMPORTS_MCP_ONLY_WHEN_RUN], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]

@@ -1,4 +1,4 @@
-"""The MCP client (responses_gateway.tools.mcp) against a real MCP server written with the `mcp` SDK, on
+"""The MCP client (responses_gateway.mcp) against a real MCP server written with the `mcp` SDK, on
 loopback, over both transports: listing, allowed_tools, calls, structured / error / image results,
 timeouts, unreachable servers, header forwarding, and the server_url safety checks (literal IPs only:
 nothing here connects anywhere but 127.0.0.1)."""
@@ -13,16 +13,12 @@ import time
 import pytest
 from mcp import types as mcp_types
 
-from responses_gateway.tools.mcp import (
-    MCPError,
-    MCPServer,
-    MCPSession,
-    call_tool,
-    check_url,
-    list_tools,
-    result_to_text,
-    safe_url,
-)
+from responses_gateway.mcp.errors import MCPError
+from responses_gateway.mcp.results import result_to_text
+from responses_gateway.mcp.session import MCPSession
+from responses_gateway.mcp.urls import check_url, safe_url
+from responses_gateway.protocol.mcp_tool import MCPServer
+from tests.support.mcp_oneshot import call_tool, list_tools
 from tests.support.mcp_server import CITIES, MCPTestServer
 
 ALL_TOOLS = {"add", "echo", "lookup", "lookup_structured_only", "picture", "explode", "slow", "whoami"}

@@ -39,7 +39,7 @@ def response_error_code(code: str | None) -> str:
 class _Item:
     """An open output item: its dict (as in the final output) and the buffer of its current part."""
 
-    __slots__ = ("kind", "item", "index", "id", "part", "buf", "logprobs", "key", "signature")
+    __slots__ = ("kind", "item", "index", "id", "part", "buf", "logprobs", "signature")
 
     def __init__(self, kind: str, item: dict, index: int):
         self.kind = kind
@@ -49,7 +49,6 @@ class _Item:
         self.part: str | None = None  # type of the open content part
         self.buf: list[str] = []
         self.logprobs: list | None = None
-        self.key = None
         self.signature: str | None = None
 
 
@@ -316,7 +315,6 @@ class Composer:
         if old is not None:  # an upstream reusing an index for a new call: the old one is finished
             self._close_call(out, old, "completed")
         call = self._add_item(out, ev.kind if ev.kind in _CALL_KINDS else "function", item)
-        call.key = ev.key
         self.calls[ev.key] = call
         if ev.kind == "mcp":
             out.append({"type": "response.mcp_call.in_progress", "sequence_number": self._next(),

@@ -19,7 +19,7 @@ from .errors import UpstreamError
 from .upstreams.base import EventStream
 
 if TYPE_CHECKING:  # the MCP SDK costs ~25 MiB and 0.6 s to import: only requests with MCP tools pay it
-    from .tools.loop import MCPLoop
+    from .mcp.loop import MCPLoop
 
 log = logging.getLogger("responses_gateway.pipeline")
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .composer import Composer
+from .mcp.history import lower_mcp
 from .pipeline import OnFinal, run
-from .protocol.items import found_tools, normalize_input
+from .protocol.items import normalize_input
 from .protocol.request import CreateResponse, conversation_id
 from .protocol.response import skeleton
-from .protocol.tools import normalize_tools
+from .protocol.tools import found_tools, normalize_tools
 from .state import conversation_history, resolve
-from .tools.history import lower_mcp
 from .truncation import Truncating
 from .upstreams.base import Call, Upstream
 
@@ -98,7 +98,7 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
     )
     loop = stream = None
     if call.tools.mcp:  # tools are listed inside the stream first, so every step opens inside it
-        from .tools.loop import MCPLoop
+        from .mcp.loop import MCPLoop
 
         loop = MCPLoop(call, history, upstream, allow_hosts=settings.mcp_hosts(), timeout=settings.mcp_timeout,
                        max_rounds=settings.max_tool_rounds)

@@ -58,11 +58,6 @@ _MCP_FIELDS = {
 }
 
 
-def found_tools(items: list[dict]) -> list[dict]:
-    """The tools a client's tool search returned, to be offered from now on."""
-    return [tool for item in items if item["type"] == "tool_search_output" for tool in item["tools"]]
-
-
 def normalize_input(value: str | list | None) -> list[dict]:
     if value is None:
         return []

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import APIError, invalid, unsupported
+from .mcp_tool import MCPServer
 
 log = logging.getLogger("responses_gateway.tools")
 
@@ -51,7 +52,7 @@ class ToolSet:
     echo: list[dict] = field(default_factory=list)
     offered: list[Tool] = field(default_factory=list)
     by_wire_name: dict[str, Tool] = field(default_factory=dict)
-    mcp: list = field(default_factory=list)  # MCPServer declarations, run by the gateway
+    mcp: list[MCPServer] = field(default_factory=list)  # declared MCP servers, run by the gateway
     # Normalized choice: mode is "auto" | "none" | "required"; `only` narrows the offered tools.
     mode: str = "auto"
     forced: Tool | None = None
@@ -67,6 +68,31 @@ class ToolSet:
             raise invalid(f"Invalid 'tools': duplicate tool name '{tool.wire_name}'.", where)
         self.offered.append(tool)
         self.by_wire_name[tool.wire_name] = tool
+
+    # -- while the gateway runs MCP tools --------------------------------------------------------------
+
+    def offer_listed(self, server: MCPServer, listed: list[dict]) -> None:
+        """Offer the tools an MCP server listed (`mcp_list_tools` shape), named `<server_label>__<tool>`."""
+        for spec in listed:
+            name = spec["name"]
+            kind = "mcp_approval" if server.requires_approval(name, spec.get("annotations")) else "mcp"
+            tool = Tool(kind, name, _wire(name, server.label), spec.get("description"),
+                        spec.get("input_schema") or {"type": "object", "properties": {}}, namespace=server.label)
+            if tool.wire_name not in self.by_wire_name:
+                self.add(tool, f"tools.{server.label}")
+
+    def withdraw_mcp(self) -> None:
+        """No more MCP tools (`max_tool_calls` is spent): the model must answer, or call a client tool."""
+        self.offered = [t for t in self.offered if t.kind not in ("mcp", "mcp_approval")]
+
+    def unforce(self) -> None:
+        """A forced tool choice applies to the first step of a response, not to every round after it."""
+        self.mode, self.forced = "auto", None
+
+
+def found_tools(items: list[dict]) -> list[dict]:
+    """The tools a client's tool search returned (`tool_search_output` items), to be offered from now on."""
+    return [tool for item in items if item["type"] == "tool_search_output" for tool in item["tools"]]
 
 
 def normalize_tools(tools: list[dict] | None, tool_choice: Any, *, hosted_policy: str = "drop",
@@ -132,8 +158,6 @@ def _add_spec(out: ToolSet, spec: dict, where: str, hosted_policy: str, *, echo:
         if echo:
             out.echo.append(spec)
     elif kind == "mcp":
-        from ..tools.mcp import MCPServer
-
         try:
             server = MCPServer.from_tool(spec)
         except ValueError as exc:

@@ -8,6 +8,7 @@ approval request becomes a call answered "declined". Tool lists and pending appr
 from __future__ import annotations
 
 DECLINED = "The user declined to run this tool call."
+CLIENT_CALLS = ("function_call", "custom_tool_call", "tool_search_call")  # the calls the client runs itself
 
 
 def lower_mcp(items: list[dict]) -> list[dict]:
@@ -27,7 +28,7 @@ def lower_mcp(items: list[dict]) -> list[dict]:
         elif kind in ("mcp_list_tools", "mcp_approval_request", "mcp_approval_response"):
             continue  # a tool list, an approval still pending or approved (its mcp_call says the rest)
         else:
-            if kind not in CALLS:
+            if kind not in CLIENT_CALLS:
                 out += results
                 results = []
             out.append(item)
@@ -35,9 +36,6 @@ def lower_mcp(items: list[dict]) -> list[dict]:
         out.append(call)
         results.append(result)
     return out + results
-
-
-CALLS = ("function_call", "custom_tool_call", "tool_search_call")
 
 
 def error_text(error) -> str:

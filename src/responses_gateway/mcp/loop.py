@@ -16,14 +16,14 @@ from collections.abc import AsyncIterator
 import orjson
 
 from ..composer import Composer
-from ..protocol.tools import Tool
+from ..protocol.mcp_tool import MCPServer
 from ..upstreams.base import Call
-from .history import lower_mcp
-from .mcp import MCPError, MCPServer, MCPSession, check_url
+from .errors import MCPError
+from .history import CLIENT_CALLS, lower_mcp
+from .session import MCPSession
+from .urls import check_url
 
 log = logging.getLogger("responses_gateway.mcp")
-
-CLIENT_CALLS = ("function_call", "custom_tool_call", "tool_search_call")
 
 
 class MCPLoop:
@@ -51,7 +51,7 @@ class MCPLoop:
         for server in self.servers.values():
             stored = _stored_list(self.history, server.label)
             if stored is not None:
-                self._offer(server, server.filter_tools(stored))
+                self.call.tools.offer_listed(server, server.filter_tools(stored))
                 continue
             item, events = composer.list_tools_started(server.label)
             yield events
@@ -62,7 +62,7 @@ class MCPLoop:
                 yield composer.list_tools_done(item, None, str(exc))
                 continue
             yield composer.list_tools_done(item, tools, None)
-            self._offer(server, tools)
+            self.call.tools.offer_listed(server, tools)
         async for events in self._approved(composer):
             yield events
 
@@ -86,8 +86,8 @@ class MCPLoop:
         """Start the next upstream step with everything so far, this response's own items included."""
         self.call.items = lower_mcp(self.history + composer.output)
         self.step_start = len(composer.output)
-        if self.rounds:  # a forced tool choice applies to the first step, not to every round after it
-            self.call.tools.mode, self.call.tools.forced = "auto", None
+        if self.rounds:
+            self.call.tools.unforce()
         composer.next_step()
         return self.upstream.open(self.call)
 
@@ -105,7 +105,7 @@ class MCPLoop:
             self.incomplete = "max_messages"
             return
         if self.max_calls is not None and self.calls_made >= self.max_calls:
-            self._withdraw()
+            self.call.tools.withdraw_mcp()
         self.again = True
 
     async def aclose(self) -> None:
@@ -156,19 +156,6 @@ class MCPLoop:
                 raise
             self.sessions[server.label] = session
         return session
-
-    def _offer(self, server: MCPServer, tools: list[dict]) -> None:
-        for spec in tools:
-            name = spec["name"]
-            approval = server.requires_approval(name, spec.get("annotations"))
-            tool = Tool("mcp_approval" if approval else "mcp", name, f"{server.label}__{name}",
-                        spec.get("description"), spec.get("input_schema") or {"type": "object", "properties": {}},
-                        namespace=server.label)
-            if tool.wire_name not in self.call.tools.by_wire_name:
-                self.call.tools.add(tool, f"tools.{server.label}")
-
-    def _withdraw(self) -> None:
-        self.call.tools.offered = [t for t in self.call.tools.offered if t.kind not in ("mcp", "mcp_approval")]
 
 
 def _stored_list(history: list[dict], label: str) -> list[dict] | None:

@@ -1,0 +1,16 @@
+"""The MCP servers a request declares, executed by the gateway: connect, list their tools, call them.
+
+Built on the official `mcp` SDK (2.x). Importing this package costs nothing: the modules that import the
+SDK (about 25 MiB and 0.6 s) are imported only when a request declares an MCP tool (`loop` and what it
+uses), while `history` (MCP items as plain tool calls) serves every request.
+
+- `session.MCPSession`: one connection (streamable HTTP, falling back to legacy SSE) for a listing and
+  any number of calls;
+- `urls.check_url`: refuses server URLs that point inside the operator's network;
+- `results`: the SDK's results as the `mcp_list_tools` / `mcp_call` items carry them;
+- `errors.MCPError`: every failure, as a readable message that never contains header values, the
+  authorization token, or the URL's query string / userinfo;
+- `loop.MCPLoop`: the agentic loop around the upstream steps; `history.lower_mcp`: what upstreams see.
+
+The declaration itself (`MCPServer`) is parsed with the other tools, in `protocol.mcp_tool`.
+"""

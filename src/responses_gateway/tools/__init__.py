@@ -1,1 +1,0 @@
-"""Tools the gateway executes itself (MCP servers)."""
