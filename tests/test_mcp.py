@@ -29,7 +29,7 @@ def mcp_server():
 def mcp_gateway(_upstream_server, tmp_path_factory):
     db = tmp_path_factory.mktemp("mcp") / "db.sqlite"
     settings = Settings(upstream_url=_upstream_server.base_url, db=str(db), mcp_allow_hosts="127.0.0.1",
-                        mcp_timeout=1.0, max_tool_rounds=3)
+                        mcp_timeout=3.0, max_tool_rounds=3)
     with GatewayServer(settings) as gw:
         gw.db = db
         yield gw
