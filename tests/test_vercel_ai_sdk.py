@@ -8,10 +8,6 @@ the upstream received. The SDK is installed by `npm ci --prefix tests/e2e/vercel
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,36 +19,18 @@ from tests.support.fake_chat import (
     text_stream,
     tool_calls_stream,
 )
+from tests.support.node import require_node_packages, run_node_script
 
-SCRIPTS = Path(__file__).parent / "e2e" / "vercel"
-INSTALL = "npm ci --prefix tests/e2e/vercel"
 TIMEOUT = 60
-
-
-def _require_sdk() -> str:
-    node = shutil.which("node")
-    installed = (SCRIPTS / "node_modules" / "ai").is_dir() and (SCRIPTS / "node_modules" / "@ai-sdk" / "openai").is_dir()
-    if node and installed:
-        return node
-    missing = "node is not on PATH" if not node else "tests/e2e/vercel/node_modules is missing"
-    if os.environ.get("CI"):
-        pytest.fail(f"{missing}: .ci/run must run `{INSTALL}` before pytest", pytrace=False)
-    pytest.skip(f"{missing}; install with `{INSTALL}`")
 
 
 @pytest.fixture
 def run_sdk(gateway):
-    node = _require_sdk()
+    node = require_node_packages("vercel", "ai", "@ai-sdk/openai")
 
     def run(script: str, *args: str) -> dict[str, Any]:
-        cmd = [node, str(SCRIPTS / script), "--base-url", f"{gateway.url}/v1", "--model", "fake-model", *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=SCRIPTS)
-        try:
-            summary = json.loads(proc.stdout.strip().splitlines()[-1])
-        except (IndexError, ValueError):
-            pytest.fail(f"{script} printed no JSON (exit {proc.returncode})\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
-        detail = f"{script} {' '.join(args)}\nsummary: {json.dumps(summary, indent=1)}\nstderr:\n{proc.stderr[-4000:]}"
-        assert proc.returncode == 0 and "error" not in summary, detail
+        summary, detail = run_node_script(node, "vercel", script,
+                                          ["--base-url", f"{gateway.url}/v1", "--model", "fake-model", *args], TIMEOUT)
         assert summary.get("streamErrors", []) == [], detail
         return summary
 
