@@ -95,9 +95,14 @@ def test_only_runs_the_named_scenarios(capsys):
     assert code == 0 and list(statuses(report)) == ["stream", "error"]
 
 
-def test_unknown_scenario_is_refused(capsys):
-    with pytest.raises(SystemExit, match="unknown scenario nope"):
-        main(["check", "http://127.0.0.1:9", "--model", "m", "--only", "nope"])
+def test_a_check_that_cannot_run_exits_2(capsys, tmp_path):
+    for args in (["http://127.0.0.1:9", "--model", "m", "--only", "nope"], ["http://127.0.0.1:9"],
+                 ["--sse-file", str(tmp_path / "missing.sse")]):
+        with pytest.raises(SystemExit) as exit_:
+            main(["check", *args])
+        assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown scenario nope" in err and "give URL and --model" in err and "missing.sse" in err
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -44,11 +44,19 @@ def _base_url(url: str) -> str:
     return url + "/v1" if urlsplit(url).path in ("", "/") else url
 
 
-def _sse_file(path: str) -> ScenarioResult:
-    raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    checked = inspect_stream(raw, require_done=False)
-    ex = Exchange("saved stream", "FILE", path, events=checked.events, violations=checked.violations,
-                  body=checked.terminal and checked.terminal.get("response"))
+def _fail(message: str) -> SystemExit:
+    """Exit status 2: the check could not run."""
+    print(f"responses-gateway check: {message}", file=sys.stderr)
+    return SystemExit(2)
+
+
+def _sse_file(path: str, validator: Validator) -> ScenarioResult:
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise _fail(str(exc)) from None
+    ex = Exchange("saved stream", "FILE", path)
+    validator.stream_checked(ex, inspect_stream(raw, require_done=False))
     return ScenarioResult("sse-file", f"the stream saved in {path}", [ex])
 
 
@@ -58,31 +66,24 @@ def _validator(spec_path: str | None) -> object | None:
     try:
         from .schema import SpecValidator
     except ImportError as exc:
-        raise SystemExit(f"responses-gateway check: --spec needs jsonschema ({exc}); "
-                         "pip install 'responses-gateway[check]'") from None
+        raise _fail(f"--spec needs jsonschema ({exc}); pip install 'responses-gateway[check]'") from None
     if not Path(spec_path).is_file():
-        raise SystemExit(f"responses-gateway check: no spec document at {spec_path}")
+        raise _fail(f"no spec document at {spec_path}")
     return SpecValidator(spec_path)
 
 
 def run(args: argparse.Namespace) -> int:
     spec = _validator(args.spec)
     if args.sse_file:
-        try:
-            results = [_sse_file(args.sse_file)]
-        except OSError as exc:
-            raise SystemExit(f"responses-gateway check: {exc}") from None
-        if spec is not None:
-            Validator(spec).events(results[0].exchanges[0])
+        results = [_sse_file(args.sse_file, Validator(spec))]
         target = args.sse_file
     else:
         if not args.url or not args.model:
-            raise SystemExit("responses-gateway check: give URL and --model (or --sse-file FILE)")
+            raise _fail("give URL and --model (or --sse-file FILE)")
         names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else list(SCENARIOS)
         unknown = [n for n in names if n not in SCENARIOS]
         if unknown:
-            raise SystemExit(f"responses-gateway check: unknown scenario {', '.join(unknown)}; "
-                             f"known: {', '.join(SCENARIOS)}")
+            raise _fail(f"unknown scenario {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
         base_url = _base_url(args.url)
         results = asyncio.run(run_scenarios(base_url, args.model, names, api_key=args.api_key, spec=spec,
                                             timeout=args.timeout))

@@ -88,6 +88,22 @@ class Validator:
     def __init__(self, spec: Any = None):
         self.spec = spec
 
+    def stream_checked(self, ex: Exchange, result: StreamResult) -> None:
+        """The stream's rule violations, its events' shapes and its final response, into ``ex``."""
+        ex.events = result.events
+        ex.violations.extend(result.violations)
+        self.events(ex)
+        if result.terminal is not None:
+            ex.body = result.terminal.get("response")
+            self.object_checked(ex, ex.body, result.terminal)
+
+    def object_checked(self, ex: Exchange, obj: Any, event: dict | None = None) -> None:
+        problem = response_problem(obj)
+        if problem:
+            ex.add("object.response", problem, event)
+        else:
+            self.response(ex, obj, event)
+
     def events(self, exchange: Exchange) -> None:
         if self.spec is None:
             return
@@ -136,26 +152,11 @@ class Client:
             if not content_type.startswith("text/event-stream"):
                 ex.add("http.status", f"content-type {content_type!r} for a stream, expected text/event-stream")
             result = inspect_stream(raw, require_done=False)
-            self.stream_checked(ex, result)
+            self.validator.stream_checked(ex, result)
         else:
             ex.body = _json(raw)
-            self.object_checked(ex, ex.body)
+            self.validator.object_checked(ex, ex.body)
         return ex
-
-    def stream_checked(self, ex: Exchange, result: StreamResult) -> None:
-        ex.events = result.events
-        ex.violations.extend(result.violations)
-        self.validator.events(ex)
-        if result.terminal is not None:
-            ex.body = result.terminal.get("response")
-            self.object_checked(ex, ex.body, result.terminal)
-
-    def object_checked(self, ex: Exchange, obj: Any, event: dict | None = None) -> None:
-        problem = response_problem(obj)
-        if problem:
-            ex.add("object.response", problem, event)
-        else:
-            self.validator.response(ex, obj, event)
 
     async def request(self, label: str, method: str, path: str, body: dict | None = None) -> Exchange:
         """Any other call, answered with JSON; status and shape are left to the scenario."""
@@ -305,7 +306,7 @@ async def chain(client: Client, model: str, result: ScenarioResult) -> None:
     if got.status != 200:
         got.add("scenario.chain", f"GET /responses/{first_id} answered {got.status}: {str(got.body)[:200]}")
         return
-    client.object_checked(got, got.body)
+    client.validator.object_checked(got, got.body)
     same = isinstance(got.body, dict) and got.body.get("id") == first_id and \
         json.dumps(got.body.get("output"), sort_keys=True) == json.dumps(first.body.get("output"), sort_keys=True)
     expect(got, same, "scenario.chain", "the retrieved response differs from the created one (id or output)")
@@ -354,7 +355,7 @@ async def websocket(client: Client, model: str, result: ScenarioResult) -> None:
         ex.add("transport.error", f"{type(exc).__name__}: {exc}")
     result.exchanges.append(ex)
     if ex.events:
-        client.stream_checked(ex, inspect_events([e for e in ex.events if "type" in e]))
+        client.validator.stream_checked(ex, inspect_events([e for e in ex.events if "type" in e]))
 
 
 Scenario = Callable[[Client, str, ScenarioResult], Awaitable[None]]
