@@ -16,10 +16,14 @@ from pathlib import Path
 import pytest
 
 from responses_gateway.cli import main
+from responses_gateway.config import Settings
+from responses_gateway.upstreams.base import Route
+from responses_gateway.upstreams.responses import ResponsesUpstream
 from tests.support.fake_chat import RecordedRequest, Stream, text_stream, tool_calls_stream
 from tests.support.recordings import RECORDINGS_DIR, load_recording
 from tests.support.replay_servers import OpenAILikeServer, VllmLikeServer
 from tests.support.schema import SPEC_PATH
+from tests.support.server import GatewayServer
 
 VLLM_TEXT = RECORDINGS_DIR / "vllm_responses" / "gptoss20b-responses-text-stream.yaml"
 
@@ -79,6 +83,18 @@ def test_a_vllm_like_server_is_caught_on_its_known_defects(capsys):
     assert {v["rule"] for v in violations(report, "text")} == {"schema.response"}
     assert statuses(report)["error"] == "pass"
     assert statuses(report)["websocket"] == "skip"
+
+
+def test_the_gateway_repairs_what_the_vllm_like_server_breaks(capsys, tmp_path):
+    """The same server behind a `kind = "responses"` route: every stream and object the client gets passes.
+    (The custom tool is left out: this server answers it with text, and the gateway cannot invent a call.)"""
+    with VllmLikeServer() as vllm:
+        upstream = ResponsesUpstream(Route(kind="responses", base_url=vllm.base_url))
+        with GatewayServer(Settings(db=str(tmp_path / "responses.db")), upstream=upstream) as gateway:
+            code, report = check(capsys, gateway.url, "--model", "openai/gpt-oss-20b",
+                                 "--only", "text,stream,reasoning,function-tool,chain,error")
+    assert code == 0, json.dumps(report, indent=1)[:3000]
+    assert set(statuses(report).values()) == {"pass"}
 
 
 def test_an_openai_like_server_passes(capsys):
