@@ -31,8 +31,15 @@ class SSEDecoder:
         self._buf = b""
 
     def feed(self, chunk: bytes) -> list[tuple[str | None, bytes]]:
+        if not self._buf and chunk.startswith(b"data: ") and chunk.find(b"\n") == len(chunk) - 2 \
+                and chunk.endswith(b"\n\n") and b"\r" not in chunk:
+            # One whole `data:` frame in one read, nothing pending: what a paced upstream sends per token.
+            return [(None, chunk[6:-2])]
         buf = self._buf + chunk if self._buf else chunk
+        held = b""
         if b"\r" in buf:
+            if buf.endswith(b"\r"):  # maybe the first half of a CRLF cut between two reads: wait for the next
+                held, buf = b"\r", buf[:-1]
             buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         frames: list[tuple[str | None, bytes]] = []
         start = 0
@@ -44,12 +51,12 @@ class SSEDecoder:
             if frame is not None:
                 frames.append(frame)
             start = end + 2
-        self._buf = buf[start:]
+        self._buf = buf[start:] + held
         return frames
 
     def flush(self) -> list[tuple[str | None, bytes]]:
         """A final frame that the upstream did not terminate with a blank line."""
-        rest, self._buf = self._buf, b""
+        rest, self._buf = self._buf.replace(b"\r", b"\n"), b""
         frame = _parse(rest.strip(b"\n")) if rest.strip() else None
         return [frame] if frame is not None else []
 
