@@ -23,6 +23,7 @@ import logging
 import os
 import tomllib
 from dataclasses import dataclass
+from functools import cached_property
 
 from .errors import APIError, UpstreamError, model_not_found
 from .upstreams.base import Route
@@ -39,11 +40,14 @@ class Rule:
     match: str
     route: Route
 
-    @property
+    @cached_property
     def exact(self) -> bool:
         return not any(c in self.match for c in "*?[")
 
     def matches(self, model: str) -> bool:
+        """Per request: an exact name is one comparison, `*` (the single-upstream route) none at all."""
+        if self.match == "*":
+            return True
         return model == self.match if self.exact else fnmatch.fnmatchcase(model, self.match)
 
 

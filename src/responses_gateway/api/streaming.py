@@ -1,5 +1,8 @@
 """The SSE sink: an ASGI response that writes each batch of events in one send and ends with [DONE].
 
+The batch with the terminal event goes out in the same send as [DONE] (and ends the body): one write, one
+wake-up of the client, fewer per response.
+
 A client that goes away is noticed at once (a task waits on `http.disconnect`), and the pump is
 cancelled, which closes the upstream request: nobody pays for tokens no one will read.
 """
@@ -10,6 +13,8 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from ..sse import DONE, encode_all
+
+TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
 
 HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -38,9 +43,15 @@ class EventStreamResponse:
         watcher = asyncio.create_task(watch())
         try:
             await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+            ended = False
             async for events in self.batches:
+                if events and events[-1]["type"] in TERMINAL:
+                    await send({"type": "http.response.body", "body": encode_all(events) + DONE, "more_body": False})
+                    ended = True
+                    break  # nothing follows the terminal event; closing the batches runs their cleanup
                 await send({"type": "http.response.body", "body": encode_all(events), "more_body": True})
-            await send({"type": "http.response.body", "body": DONE, "more_body": False})
+            if not ended:
+                await send({"type": "http.response.body", "body": DONE, "more_body": False})
         except asyncio.CancelledError:
             if not gone:
                 raise
