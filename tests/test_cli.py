@@ -67,3 +67,33 @@ def test_bad_setting_is_a_clear_error():
     proc = subprocess.run([sys.executable, "-m", "responses_gateway", "serve", "--upstream", "ftp://x"],
                           capture_output=True, text=True, timeout=20)
     assert proc.returncode != 0 and "upstream must be an http(s) URL" in proc.stderr
+
+
+def test_metrics_add_up_across_workers(tmp_path):
+    """With --workers 2, /metrics counts every worker's responses, whichever worker answers the scrape
+    (before, each worker reported only its own)."""
+    import asyncio
+    import re
+
+    proc, url = serve("--workers", "2", "--db", "none", "--log-level", "warning")
+    try:
+        time.sleep(1.0)  # the second worker up too
+
+        async def many(n: int) -> list[int]:
+            async def one(i: int) -> int:
+                # a new connection each: the kernel spreads them over the workers listening on the socket
+                async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+                    r = await client.post("/v1/responses", json={"model": "demo", "input": f"hi {i}"})
+                    return r.status_code
+            return await asyncio.gather(*[one(i) for i in range(n)])
+
+        assert asyncio.run(many(40)) == [200] * 40
+        totals = set()
+        for _ in range(8):
+            text = httpx.get(f"{url}/metrics", headers={"connection": "close"}).text
+            found = re.search(r'^responses_gateway_responses_total\{status="completed"\} (\S+)$', text, re.M)
+            assert found, text
+            totals.add(float(found.group(1)))
+        assert totals == {40.0}
+    finally:
+        stop(proc)

@@ -52,7 +52,7 @@ async def purge_forever(store, every: float = 3600.0) -> None:
         try:
             purged = await store.purge()
             if purged:
-                metrics.counters["store_purged_total"] += purged
+                metrics.store_purged.inc(purged)
                 log.info("retention removed %d expired responses", purged)
         except Exception:
             log.exception("retention purge failed")
@@ -60,7 +60,7 @@ async def purge_forever(store, every: float = 3600.0) -> None:
 
 
 async def metrics_endpoint(request: Request) -> Response:
-    return Response(metrics.render(), media_type="text/plain; version=0.0.4")
+    return Response(metrics.render(), headers={"content-type": metrics.CONTENT_TYPE})
 
 
 async def health(request: Request) -> Response:

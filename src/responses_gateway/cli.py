@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from dataclasses import fields, replace
 
 from . import __version__
@@ -149,6 +152,26 @@ def serve(settings: Settings) -> None:
             value = getattr(settings, name)
             if value is not None:
                 os.environ[var] = str(value)
-        uvicorn.run("responses_gateway.app:app_from_env", factory=True, workers=settings.workers, **common)
+        with metrics_dir():
+            uvicorn.run("responses_gateway.app:app_from_env", factory=True, workers=settings.workers, **common)
     else:
         uvicorn.run(create_app(settings, router=router), **common)
+
+
+@contextlib.contextmanager
+def metrics_dir():
+    """Several workers: each counts into files in one fresh directory that /metrics sums (prometheus_client's
+    multiprocess mode). The workers are started after this and inherit it; it goes when serving ends. A
+    directory the operator set in PROMETHEUS_MULTIPROC_DIR is used as given and kept."""
+    from .metrics import MULTIPROC_ENV
+
+    if os.environ.get(MULTIPROC_ENV):
+        yield os.environ[MULTIPROC_ENV]
+        return
+    path = tempfile.mkdtemp(prefix="responses-gateway-metrics-")
+    os.environ[MULTIPROC_ENV] = path
+    try:
+        yield path
+    finally:
+        os.environ.pop(MULTIPROC_ENV, None)
+        shutil.rmtree(path, ignore_errors=True)

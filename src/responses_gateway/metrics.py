@@ -1,26 +1,30 @@
-"""Process-wide counters, served at /metrics in Prometheus' text format."""
+"""Process-wide counters, served at /metrics in Prometheus' text format (prometheus_client).
+
+With several worker processes (`serve --workers N`) every worker counts into its own files under
+`PROMETHEUS_MULTIPROC_DIR` (prometheus_client's multiprocess mode, which `serve` sets up before the workers
+start), and /metrics sums all workers' counters, whichever worker answers the scrape. One process serves
+its own counters plus the usual process and Python collectors.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
+import os
 
-counters: Counter[str] = Counter()
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 
-HELP = {
-    "responses_total": "Responses finished, by terminal status.",
-    "store_failures_total": "Responses whose store write failed (the stream still ended properly).",
-    "store_purged_total": "Expired responses removed by retention.",
-}
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+responses = Counter("responses_gateway_responses", "Responses finished, by terminal status.", ["status"])
+store_failures = Counter("responses_gateway_store_failures",
+                         "Responses whose store write failed (the stream still ended properly).")
+store_purged = Counter("responses_gateway_store_purged", "Expired responses removed by retention.")
 
 
 def render() -> bytes:
-    lines = []
-    for name, text in HELP.items():
-        full = f"responses_gateway_{name}"
-        lines += [f"# HELP {full} {text}", f"# TYPE {full} counter"]
-        labelled = {k: v for k, v in counters.items() if k.startswith(name + "{")}
-        if labelled:
-            lines += [f"responses_gateway_{k} {v}" for k, v in sorted(labelled.items())]
-        else:
-            lines.append(f"{full} {counters.get(name, 0)}")
-    return ("\n".join(lines) + "\n").encode()
+    if os.environ.get(MULTIPROC_ENV):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)

@@ -60,12 +60,12 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
         else:
             events = composer.finish(loop.incomplete if loop is not None else None)
         final = composer.final
-        metrics.counters[f'responses_total{{status="{final["status"]}"}}'] += 1
+        metrics.responses.labels(status=final["status"]).inc()
         if on_final is not None:
             try:
                 await on_final(final)
             except Exception:
-                metrics.counters["store_failures_total"] += 1
+                metrics.store_failures.inc()
                 log.exception("response %s could not be stored", final["id"])
         yield events
     finally:

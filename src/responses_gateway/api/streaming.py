@@ -45,11 +45,9 @@ class EventStreamResponse:
             await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
             ended = False
             async for events in self.batches:
-                if events and events[-1]["type"] in TERMINAL:
-                    await send({"type": "http.response.body", "body": encode_all(events) + DONE, "more_body": False})
-                    ended = True
-                    break  # nothing follows the terminal event; closing the batches runs their cleanup
-                await send({"type": "http.response.body", "body": encode_all(events), "more_body": True})
+                ended = bool(events) and events[-1]["type"] in TERMINAL  # the last batch: nothing follows it
+                body = encode_all(events) + DONE if ended else encode_all(events)
+                await send({"type": "http.response.body", "body": body, "more_body": not ended})
             if not ended:
                 await send({"type": "http.response.body", "body": DONE, "more_body": False})
         except asyncio.CancelledError:
