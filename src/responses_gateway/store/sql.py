@@ -68,13 +68,16 @@ MIGRATIONS: list[list[str]] = [
 
 INPUT, OUTPUT = 0, 1
 
+# The whole chain in one statement, visibility of the response asked for included: a row per item, oldest
+# response first; a visible response without items still gives one row (body NULL), none means not found.
 _CHAIN = """
 WITH RECURSIVE chain(id, prev, depth) AS (
-    SELECT id, previous_response_id, 0 FROM responses WHERE id = ?
+    SELECT id, previous_response_id, 0 FROM responses
+     WHERE id = ? AND owner = ? AND deleted = 0 AND expires_at > ?
     UNION ALL
     SELECT r.id, r.previous_response_id, c.depth + 1 FROM responses r JOIN chain c ON r.id = c.prev
 )
-SELECT i.body FROM chain c JOIN items i ON i.response_id = c.id
+SELECT i.body FROM chain c LEFT JOIN items i ON i.response_id = c.id
 ORDER BY c.depth DESC, i.part, i.position
 """
 
@@ -143,10 +146,11 @@ class SQLStore:
             (response_id, owner, int(time.time()))) > 0
 
     async def history(self, response_id: str, owner: str) -> list[dict] | None:
-        if await self._head(response_id, owner) is None:
+        """One statement whatever the depth of the chain (a recursive query over previous_response_id)."""
+        rows = await self.engine.fetchall(_CHAIN, (response_id, owner, int(time.time())))
+        if not rows:
             return None
-        rows = await self.engine.fetchall(_CHAIN, (response_id,))
-        return [orjson.loads(r[0]) for r in rows]
+        return [orjson.loads(r[0]) for r in rows if r[0] is not None]
 
     async def items_by_id(self, ids: list[str], owner: str) -> dict[str, dict]:
         if not ids:
