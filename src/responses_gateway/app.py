@@ -16,6 +16,7 @@ from starlette.websockets import WebSocket
 from . import metrics
 from .api import conversations
 from .api.auth import KeyAuth
+from .api.compact import compact_response
 from .api.errors import HANDLERS, error_response
 from .api.input_tokens import count_input_tokens
 from .api.responses import create_response
@@ -111,6 +112,7 @@ def create_app(settings: Settings, upstream=None, router: Router | None = None) 
             Route("/v1/responses", create_response, methods=["POST"]),
             WebSocketRoute("/v1/responses", responses_websocket),
             Route("/v1/responses/input_tokens", count_input_tokens, methods=["POST"]),
+            Route("/v1/responses/compact", compact_response, methods=["POST"]),
             Route("/v1/responses/{response_id}", get_response, methods=["GET"]),
             Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
             Route("/v1/responses/{response_id}/cancel", cancel_response, methods=["POST"]),

@@ -62,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--mcp-timeout", type=float, help=f"seconds per MCP call [{ENV['mcp_timeout']}; default 60]")
     serve.add_argument("--max-tool-rounds", type=int,
                        help=f"cap on model/tool rounds in one response [{ENV['max_tool_rounds']}; default 16]")
+    serve.add_argument("--compaction-key", metavar="K1,K2",
+                       help="secrets sealing compaction items; the first seals, all open (rotation) "
+                            f"[{ENV['compaction_key']}; default: a key generated once and kept in the store]")
     return parser
 
 

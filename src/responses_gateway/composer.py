@@ -70,6 +70,7 @@ class Composer:
         self.closed = False
         self.pending: list[_Item] = []  # MCP calls whose arguments are complete, awaiting execution
         self.sealed: dict[str, str] = {}  # reasoning item id -> encrypted content kept for storage only
+        self.captured: list[str] | None = None  # a compaction summary being written (see capture)
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -80,6 +81,8 @@ class Composer:
         ]
 
     def feed(self, events: list) -> list[dict]:
+        if self.captured is not None:
+            return self._capture(events)
         out: list[dict] = []
         for ev in events:
             kind = type(ev)
@@ -150,6 +153,34 @@ class Composer:
         output = [{**item, "encrypted_content": self.sealed[item["id"]]} if item.get("id") in self.sealed
                   else item for item in self.response["output"]]
         return {**self.response, "output": output}
+
+    # -- compaction: a summary written by the upstream, emitted as one sealed item -----------------------
+
+    def capture(self) -> None:
+        """From now on the upstream writes a summary: its text is kept (`captured`), nothing is streamed."""
+        self.captured = []
+
+    def _capture(self, events: list) -> list[dict]:
+        for ev in events:
+            kind = type(ev)
+            if kind is g.TextDelta:
+                self.captured.append(ev.text)
+            elif kind is g.Usage:
+                self._usage(ev)
+            elif kind is g.Finish:
+                self.finish_reason = ev.reason
+        return []  # reasoning, and tool calls the summary step did not ask for, are not part of a summary
+
+    def compaction(self, encrypted_content: str) -> list[dict]:
+        """End the capture: the compaction output item, whole. The next step starts afresh."""
+        self.captured = None
+        self.finish_reason = None
+        out: list[dict] = []
+        item = self._add_item(out, "compaction", {"id": new_id("cmp"), "type": "compaction",
+                                                  "encrypted_content": encrypted_content})
+        out.append({"type": "response.output_item.done", "sequence_number": self._next(),
+                    "output_index": item.index, "item": item.item})
+        return out
 
     # -- gateway-executed tools (MCP): a response of several upstream steps --------------------------------
 

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 DEMO_UPSTREAM = "demo"
+MIN_COMPACTION_KEY = 16
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class Settings:
     mcp_allow_hosts: str | None = None  # comma-separated
     mcp_timeout: float = 60.0
     max_tool_rounds: int = 16
+    # Compaction: secrets sealing compaction items, comma-separated; the first seals, all open (rotation).
+    # None: a key generated once and kept in the store (docs/compaction.md).
+    compaction_key: str | None = None
 
     def mcp_hosts(self) -> list[str]:
         return [h.strip() for h in (self.mcp_allow_hosts or "").split(",") if h.strip()]
@@ -51,6 +55,9 @@ class Settings:
             with open(self.api_keys_file, encoding="utf-8") as fh:
                 keys += [line.strip() for line in fh if line.strip() and not line.lstrip().startswith("#")]
         return keys
+
+    def compaction_keys(self) -> list[str]:
+        return [k.strip() for k in (self.compaction_key or "").split(",") if k.strip()]
 
     @property
     def is_demo(self) -> bool:
@@ -92,6 +99,7 @@ ENV = {
     "mcp_allow_hosts": "RG_MCP_ALLOW_HOSTS",
     "mcp_timeout": "RG_MCP_TIMEOUT",
     "max_tool_rounds": "RG_MAX_TOOL_ROUNDS",
+    "compaction_key": "RG_COMPACTION_KEY",
 }
 
 CHOICES = {
@@ -125,6 +133,9 @@ def check(settings: Settings) -> Settings:
         value = getattr(settings, name)
         if value not in allowed:
             raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+    if any(len(key) < MIN_COMPACTION_KEY for key in settings.compaction_keys()):
+        raise ValueError(f"a compaction key must be at least {MIN_COMPACTION_KEY} characters, e.g. "
+                         "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
     if not settings.is_demo and not settings.upstream_url.startswith(("http://", "https://")):
         raise ValueError(f"upstream must be an http(s) URL or 'demo'; got {settings.upstream_url!r}")
     return settings

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .compaction.history import has_compaction
 from .composer import Composer
 from .mcp.history import lower_mcp
 from .pipeline import OnFinal, run
@@ -54,6 +55,9 @@ class Prepared:
     history: list[dict]
     items: list[dict]
     conversation: str | None
+    trigger: bool = False  # the input ended with a compaction trigger (removed from `items`)
+    compaction: Any = None  # compaction.step.Plan, when compaction items, a trigger or context_management
+    render: Callable[[list[dict]], list[dict]] = lower_mcp  # raw history → what upstreams see
 
 
 async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolver | None = None) -> Prepared:
@@ -62,6 +66,9 @@ async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolve
     settings, store = state.settings, state.store
     upstream, upstream_model = state.router.pick(req.model)
     items = normalize_input(req.input)
+    trigger = bool(items) and items[-1]["type"] == "compaction_trigger"
+    if trigger:  # a request, not an item: never stored, never sent upstream
+        items = items[:-1]
     if resolver is None:
         history, items = await resolve(store, req.previous_response_id, items, owner)
     else:
@@ -73,8 +80,15 @@ async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolve
                             found=found_tools(history))
     if req.truncation == "auto":
         upstream = Truncating(upstream, getattr(getattr(upstream, "route", None), "context_window", None))
-    call = Call(req, lower_mcp(history), tools, req.instructions, upstream_model)
-    return Prepared(upstream, call, history, items, conversation)
+    plan = None
+    render = lower_mcp
+    if trigger or req.context_management or has_compaction(history):
+        from .compaction.step import plan_compaction  # crypto: only for requests that use compaction
+
+        plan = await plan_compaction(state, req, history, owner, trigger)
+        render = plan.render
+    call = Call(req, render(history), tools, req.instructions, upstream_model)
+    return Prepared(upstream, call, history, items, conversation, trigger, plan, render)
 
 
 async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolver | None = None,
@@ -96,12 +110,23 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
         reasoning_summary=bool(req.reasoning and (req.reasoning.summary or req.reasoning.generate_summary)
                                not in (None, "none")),
     )
-    loop = stream = None
-    if call.tools.mcp:  # tools are listed inside the stream first, so every step opens inside it
-        from .mcp.loop import MCPLoop
 
-        loop = MCPLoop(call, history, upstream, allow_hosts=settings.mcp_hosts(), timeout=settings.mcp_timeout,
-                       max_rounds=settings.max_tool_rounds)
+    def mcp_loop(call: Call):
+        from .mcp.loop import MCPLoop  # the MCP SDK is imported only by requests with MCP tools
+
+        return MCPLoop(call, history, upstream, allow_hosts=settings.mcp_hosts(), timeout=settings.mcp_timeout,
+                       max_rounds=settings.max_tool_rounds, render=prepared.render)
+
+    loop = stream = None
+    plan = prepared.compaction
+    if plan is not None and plan.summarize:
+        from .compaction.step import CompactionStep
+
+        loop = CompactionStep(plan, call, history, upstream, answer=not prepared.trigger,
+                              hosted_policy=settings.hosted_tools, mcp_loop=mcp_loop if call.tools.mcp else None)
+        stream = await upstream.open(loop.summary_call)
+    elif call.tools.mcp:  # tools are listed inside the stream first, so every step opens inside it
+        loop = mcp_loop(call)
     else:  # an UpstreamError here (an APIError) is answered with its own status, before any event
         stream = await upstream.open(call)
     save = store is not None and req.store is not False

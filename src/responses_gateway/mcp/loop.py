@@ -11,7 +11,7 @@ reason `max_messages`, as OpenAI names an agent loop cut short). Every event sti
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import orjson
 
@@ -28,9 +28,10 @@ log = logging.getLogger("responses_gateway.mcp")
 
 class MCPLoop:
     def __init__(self, call: Call, history: list[dict], upstream, *, allow_hosts: list[str], timeout: float,
-                 max_rounds: int):
+                 max_rounds: int, render: Callable[[list[dict]], list[dict]] = lower_mcp):
         self.call = call
         self.history = history  # the raw items (MCP items included); call.items is what upstreams see
+        self.render = render  # raw items → what upstreams see (respond.start's choice)
         self.upstream = upstream
         self.servers: dict[str, MCPServer] = {s.label: s for s in call.tools.mcp}
         self.allow_hosts = allow_hosts
@@ -84,7 +85,7 @@ class MCPLoop:
 
     def open_next(self, composer: Composer):
         """Start the next upstream step with everything so far, this response's own items included."""
-        self.call.items = lower_mcp(self.history + composer.output)
+        self.call.items = self.render(self.history + composer.output)
         self.step_start = len(composer.output)
         if self.rounds:
             self.call.tools.unforce()

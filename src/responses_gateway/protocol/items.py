@@ -20,8 +20,6 @@ ASSISTANT_PARTS = ("output_text", "refusal", "input_text")
 # Item types OpenAI defines that this gateway cannot serve: a clear 400, never a silent drop.
 UNSERVABLE = {
     "additional_tools": "'additional_tools' input items",
-    "compaction": "Compaction items",
-    "compaction_summary": "Compaction items",
     "file_search_call": "Hosted file_search items",
     "web_search_call": "Hosted web_search items",
     "computer_call": "computer_call items",
@@ -35,6 +33,11 @@ UNSERVABLE = {
     "apply_patch_call": "apply_patch_call items",
     "apply_patch_call_output": "apply_patch_call_output items",
 }
+
+
+# Compaction items (docs/compaction.md), by the names clients use; `compaction_summary` is an older name.
+COMPACTION_ITEMS = {"compaction": "compaction", "compaction_summary": "compaction",
+                    "context_compaction": "context_compaction"}
 
 
 def _missing(param: str) -> APIError:
@@ -123,6 +126,14 @@ def normalize_item(item: Any, where: str) -> dict:
             raise _missing(f"{where}.approve")
         return _keep_id(item, {"type": kind, "approval_request_id": _need_str(item, "approval_request_id", where),
                                "approve": item["approve"], "reason": item.get("reason")})
+    if kind in COMPACTION_ITEMS:
+        content = item.get("encrypted_content")
+        if kind == "context_compaction" and content is None:
+            return _keep_id(item, {"type": kind})  # Codex's marker without content: nothing to restore
+        content = _need_str(item, "encrypted_content", where)
+        return _keep_id(item, {"type": COMPACTION_ITEMS[kind], "encrypted_content": content})
+    if kind == "compaction_trigger":
+        return {"type": kind}
     if kind == "item_reference":
         return {"type": kind, "id": _need_str(item, "id", where)}
     if kind == "reasoning":

@@ -73,6 +73,31 @@ class CreateResponse(_Model):
     client_metadata: dict[str, Any] | None = None
 
 
+class CompactRequest(_Model):
+    """The body of POST /v1/responses/compact (openai-python `client.responses.compact`)."""
+
+    model: str
+    input: str | list[dict[str, Any]] | None = None
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_options: dict[str, Any] | None = None
+    prompt_cache_retention: Literal["in-memory", "24h", "in_memory"] | None = None
+    service_tier: Literal["auto", "default", "fast", "flex", "scale", "priority"] | None = None
+    image: dict[str, Any] | None = None
+
+    def as_trigger(self) -> CreateResponse:
+        """The same compaction as a `/v1/responses` request ending with a compaction trigger."""
+        if self.image is not None:
+            raise unsupported("image", "'image' on compaction")
+        items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": self.input}] \
+            if isinstance(self.input, str) else list(self.input or ())
+        return CreateResponse(model=self.model, input=[*items, {"type": "compaction_trigger"}],
+                              instructions=self.instructions, previous_response_id=self.previous_response_id,
+                              prompt_cache_key=self.prompt_cache_key,
+                              prompt_cache_retention=self.prompt_cache_retention, store=False)
+
+
 # Values of `include` OpenAI accepts. The first two change what we return; the rest concern hosted tools or
 # inputs this gateway never produces, so they are accepted without effect (see docs/request-fields.md).
 INCLUDE_VALUES = (
@@ -88,10 +113,7 @@ INCLUDE_VALUES = (
 
 
 def parse_request(raw: bytes) -> CreateResponse:
-    try:
-        req = CreateResponse.model_validate_json(raw)
-    except ValidationError as exc:
-        raise _to_api_error(exc) from None
+    req = _parse(CreateResponse, raw)
     _check_semantics(req)
     return req
 
@@ -120,6 +142,17 @@ def check_metadata(metadata: dict[str, str] | None) -> None:
             raise invalid(f"Invalid 'metadata.{key}': string longer than 512 characters.", f"metadata.{key}")
 
 
+def parse_compact(raw: bytes) -> CompactRequest:
+    return _parse(CompactRequest, raw)
+
+
+def _parse(model, raw: bytes):
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise _to_api_error(exc) from None
+
+
 def _check_semantics(req: CreateResponse) -> None:
     for i, value in enumerate(req.include or ()):
         if value not in INCLUDE_VALUES:
@@ -130,6 +163,8 @@ def _check_semantics(req: CreateResponse) -> None:
                 f"include[{i}]",
             )
     check_metadata(req.metadata)
+    for i, entry in enumerate(req.context_management or ()):
+        _check_context_management(entry, f"context_management[{i}]")
     if req.background:
         raise unsupported("background", "Background responses")
     if req.conversation is not None:
@@ -148,6 +183,29 @@ def _check_semantics(req: CreateResponse) -> None:
         if fmt.json_schema is None:
             raise APIError(400, "Missing required parameter: 'text.format.schema'.", param="text.format.schema",
                            code="missing_required_parameter")
+
+
+def _check_context_management(entry: dict, where: str) -> None:
+    if entry.get("type") != "compaction":
+        raise invalid(f"Invalid value: '{entry.get('type')}'. Supported values are: 'compaction'.", f"{where}.type")
+    for key in entry:
+        if key not in ("type", "compact_threshold"):
+            raise APIError(400, f"Unknown parameter: '{where}.{key}'.", param=f"{where}.{key}",
+                           code="unknown_parameter")
+    threshold = entry.get("compact_threshold")
+    if threshold is not None and (not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1):
+        raise invalid(f"Invalid '{where}.compact_threshold': expected a positive integer.",
+                      f"{where}.compact_threshold")
+
+
+DEFAULT_COMPACT_THRESHOLD = 100_000  # estimated tokens, when `compact_threshold` is not given
+
+
+def compact_threshold(req: CreateResponse) -> int | None:
+    """The estimated input size above which this request compacts first; None: it never does."""
+    for entry in req.context_management or ():
+        return entry.get("compact_threshold") or DEFAULT_COMPACT_THRESHOLD
+    return None
 
 
 _TYPE_NAMES = {

@@ -32,6 +32,11 @@ class Store(Protocol):
     async def input_items(self, response_id: str, owner: str, *, after: str | None, before: str | None,
                           limit: int, order: str) -> Page | None: ...
 
+    async def secret(self, name: str, new: str) -> str:
+        """The value kept under `name`, after storing `new` if there was none: the first writer wins, so
+        every replica sharing the store ends up with the same value. Never purged."""
+        ...
+
     async def purge(self) -> int:
         """Delete expired rows; returns how many responses went."""
         ...

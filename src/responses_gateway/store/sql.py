@@ -64,6 +64,9 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX conversation_items_id ON conversation_items (conversation_id, id)",
     ],
+    [  # 3: secrets the replicas must share (the compaction key when none is configured)
+        "CREATE TABLE rg_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ],
 ]
 
 INPUT, OUTPUT = 0, 1
@@ -274,6 +277,12 @@ class SQLStore:
              "(SELECT id FROM conversations WHERE id = ? AND owner = ?)",
              [(conversation_id, item_id, conversation_id, owner)]),
         ], count_last=True) > 0
+
+    async def secret(self, name: str, new: str) -> str:
+        await self.engine.write([("INSERT INTO rg_secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                                  [(name, new)])])
+        row = await self.engine.fetchone("SELECT value FROM rg_secrets WHERE name = ?", (name,))
+        return row[0]
 
     async def purge(self) -> int:
         now = int(time.time())

@@ -1,0 +1,34 @@
+"""POST /v1/responses/compact: the conversation so far → the messages kept verbatim and one compaction item.
+
+The same compaction as a `/v1/responses` request whose input ends with a compaction trigger (respond.start
+runs it), returned as OpenAI's `response.compaction` object. Nothing is stored.
+"""
+
+from __future__ import annotations
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..compaction.history import kept_messages
+from ..protocol.request import parse_compact
+from ..respond import start
+from ..state import with_ids
+from .errors import error_response
+from .responses import owner, read_body
+
+
+async def compact_response(request: Request) -> Response:
+    state = request.app.state
+    req = parse_compact(await read_body(request, state.settings.max_body_bytes)).as_trigger()
+    started = await start(state, req, owner(request))
+    async for _ in started.batches:
+        pass
+    final = started.final
+    if final["status"] != "completed":
+        error = final["error"] or {}
+        return error_response(502, {"error": {"message": error.get("message"), "type": "server_error",
+                                              "param": None, "code": error.get("code")}})
+    body = {"id": final["id"], "object": "response.compaction", "created_at": final["created_at"],
+            "output": [*with_ids(kept_messages(started.history)), *final["output"]], "usage": final["usage"]}
+    return Response(orjson.dumps(body), media_type="application/json")
