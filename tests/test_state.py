@@ -553,24 +553,38 @@ def test_api_keys_not_in_a_debug_logging_process(backend, upstream, tmp_path):
 # --------------------------------------------------------------------------- store failures, retention, db command
 
 
-def test_store_failure_still_ends_the_stream(gw, web, upstream, monkeypatch):
+def test_a_response_that_cannot_be_stored_fails(gw, web, upstream, monkeypatch):
+    """`completed` means stored: a store that fails (twice) turns the stream's end into an `error` event and
+    `response.failed` (storage_error), and a non-streamed request into an error; one retry hides a blip."""
+    calls = []
+
     async def broken_save(*args, **kwargs):
+        calls.append(1)
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(gw.app.state.store, "save", broken_save)
     before = metric(web, "store_failures_total")
     upstream.enqueue(text_stream(["still ", "here"]), text_stream(["also here"]))
-    result = stream(web, {"model": MODEL, "input": "hi"})  # requires the terminal event and [DONE]
-    assert result.terminal["type"] == "response.completed" and result.text == "still here"
-    made = create(web, {"model": MODEL, "input": "hi"})
-    assert made["status"] == "completed" and made["output"][0]["content"][0]["text"] == "also here"
-    assert metric(web, "store_failures_total") - before == 2
-    # nothing was kept, and the gateway says so rather than inventing it
+    result = stream(web, {"model": MODEL, "input": "hi"})  # requires one terminal event and [DONE]
+    assert result.terminal["type"] == "response.failed" and result.text == "still here"
+    assert result.events[-2]["type"] == "error" and result.events[-2]["code"] == "storage_error"
+    assert result.response["error"]["code"] == "server_error"
+    assert [e["sequence_number"] for e in result.events] == list(range(len(result.events)))
+    made = web.post("/v1/responses", json={"model": MODEL, "input": "hi"})
+    assert made.status_code >= 500 and "could not be stored" in made.json()["error"]["message"]
+    assert len(calls) == 4 and metric(web, "store_failures_total") - before == 4
     assert web.get(f"/v1/responses/{result.response['id']}").status_code == 404
 
+    async def flaky_save(*args, **kwargs):  # one failure, then the real store
+        monkeypatch.setattr(gw.app.state.store, "save", real_save)
+        raise RuntimeError("blip")
+
     monkeypatch.undo()
+    real_save = gw.app.state.store.save
+    monkeypatch.setattr(gw.app.state.store, "save", flaky_save)
     upstream.enqueue(text_stream(["kept"]))
     kept = create(web, {"model": MODEL, "input": "hi"})
+    assert kept["status"] == "completed"
     assert web.get(f"/v1/responses/{kept['id']}").json() == kept
 
 

@@ -142,6 +142,17 @@ class Composer:
         self._terminal(out, "failed", error={"code": response_error_code(code), "message": message})
         return out
 
+    def unstored(self, events: list[dict], message: str) -> list[dict]:
+        """The store refused the finished response: its terminal event (the last of `events`) is withdrawn
+        before it was sent, and the response fails instead — a client must never be told `completed` about a
+        response it cannot retrieve or chain from. The output items keep their own status."""
+        terminal = events[-1]
+        self.seq = terminal["sequence_number"]
+        self.closed = False
+        for field in ("completed_at", "incomplete_details"):
+            self.response[field] = None
+        return events[:-1] + self.fail("storage_error", message)
+
     @property
     def final(self) -> dict:
         return self.response

@@ -3,7 +3,8 @@
 Every way out — success, length cut, content filter, upstream error, dropped connection, a bug of ours —
 ends in exactly one terminal event. The finished response is handed to `on_final` (the store) before the
 terminal event goes out, so a client that chains the moment it sees `response.completed` finds it; a
-failing store write is logged and counted, and never swallows the terminal event. Client disconnect
+store write that fails twice turns the response into `response.failed` (code `storage_error`), so
+`completed` always means stored. Client disconnect
 arrives as cancellation and closes the upstream.
 """
 
@@ -24,6 +25,23 @@ if TYPE_CHECKING:  # the MCP SDK costs ~25 MiB and 0.6 s to import: only request
 log = logging.getLogger("responses_gateway.pipeline")
 
 OnFinal = Callable[[dict], Awaitable[None]]
+
+
+async def _store(composer: Composer, events: list[dict], on_final: OnFinal) -> list[dict]:
+    """Store the finished response before its terminal event goes out; tried twice. A response that cannot be
+    stored fails (`storage_error`) rather than reach the client as `completed` and then be missing."""
+    final = composer.final
+    for attempt in (1, 2):
+        try:
+            await on_final(final)
+            return events
+        except Exception:
+            metrics.store_failures.inc()
+            log.exception("response %s could not be stored (attempt %d of 2)", final["id"], attempt)
+    if final["status"] == "failed":
+        return events  # already failed: its terminal event says so, stored or not
+    return composer.unstored(events, "The response was generated but could not be stored, so it cannot be "
+                                     "retrieved or continued; please retry.")
 
 
 async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal | None = None,
@@ -59,14 +77,9 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
             events = composer.fail("server_error", "The gateway failed while processing the response.")
         else:
             events = composer.finish(loop.incomplete if loop is not None else None)
-        final = composer.final
-        metrics.responses.labels(status=final["status"]).inc()
         if on_final is not None:
-            try:
-                await on_final(final)
-            except Exception:
-                metrics.store_failures.inc()
-                log.exception("response %s could not be stored", final["id"])
+            events = await _store(composer, events, on_final)
+        metrics.responses.labels(status=composer.final["status"]).inc()
         yield events
     finally:
         if stream is not None:
