@@ -154,7 +154,9 @@ class RunResult:
 
 def new_session(concurrency: int, hard: float) -> aiohttp.ClientSession:
     """`concurrency` 0: no connection limit (open-loop arrivals)."""
-    connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency, force_close=False)
+    # idle connections go before the server drops them (uvicorn: after 5 s), so none fails on reuse
+    connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency, force_close=False,
+                                     keepalive_timeout=3.0)
     timeout = aiohttp.ClientTimeout(total=hard, sock_connect=10)
     return aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False,
                                  cookie_jar=aiohttp.DummyCookieJar())
