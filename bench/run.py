@@ -272,6 +272,22 @@ async def paced_cases(b: Bench) -> list[dict]:
             out.append(await b.case(f"{name} {delay:g}ms/tok", mode, c, c * opts.paced_rounds, store, delay, tok,
                                     "paced", stagger=span, gaps=True, warmup=c))
     top = _find(out, "gateway", max(opts.paced_concurrency_list), kind="paced")
+    short = max(1, tok // 10)
+    if top and top["ok"] and short < tok:
+        # The same arrivals with a tenth of the tokens, each ten times slower (same response time): the
+        # difference in CPU per response splits it into a fixed part per response and a part per token.
+        c = top["concurrency"]
+        b.upstream(tokens=short, delay_ms=delay * tok / short, tokens_per_chunk=1)
+        row = await b.case(f"paced gateway {short} tok", "gateway", c, c * opts.paced_rounds, opts.paced_store,
+                           delay * tok / short, short, "paced-short", stagger=span, gaps=True, warmup=c)
+        out.append(row)
+        if row["ok"]:
+            per_token = (top["gateway_cpu_ms_per_request"] - row["gateway_cpu_ms_per_request"]) / (tok - short)
+            top["split_per_token_us"] = 1000.0 * per_token
+            top["split_per_response_ms"] = row["gateway_cpu_ms_per_request"] - short * per_token
+            b.say(f"  paced split: {top['split_per_response_ms']:.2f} ms per response + "
+                  f"{top['split_per_token_us']:.1f} µs per token")
+        b.upstream(tokens=tok, delay_ms=delay, tokens_per_chunk=1)
     if opts.open_duration > 0 and top and top["ok"] and top.get("gateway_cpu_s"):
         # Capacity: responses per second one core of the gateway can serve at this pace, from the CPU per
         # response of the closed-loop case just run.
@@ -393,7 +409,9 @@ def targets(all_cases: list[dict], opts, growth: dict | None = None, idle_rss: f
     note_p = "" if ptop == 256 else f" (C={ptop}: C=256 not run)"
     add(f"paced C={ptop} at {pace}: gateway CPU per token", pg.get("gateway_cpu_us_per_token") if pg else None,
         30.0, "µs", detail=(f"{pg['gateway_cpu_pct']:.0f}% of a core for {pg['ok'] * pg['tokens'] / pg['wall_s']:.0f} "
-                            f"tokens/s" if pg and pg["ok"] else "") + note_p)
+                            f"tokens/s" if pg and pg["ok"] else "")
+        + (f"; = {pg['split_per_response_ms']:.2f} ms per response + {pg['split_per_token_us']:.1f} µs per token"
+           if pg and "split_per_token_us" in pg else "") + note_p)
     add(f"paced C={ptop}: added inter-token gap p99", diff(pg, pd, "gap_p99_ms"), 2.0, "ms",
         detail=f"{pg['gap_p99_ms']:.2f} vs {pd['gap_p99_ms']:.2f} ms" if pg and pd else "")
     rss = pg.get("gateway_peak_rss_mib") if pg else None
@@ -481,7 +499,9 @@ def markdown(meta: dict, cases: list[dict], tgts: list[dict], profile: dict | No
         f"{o['paced_concurrency']} ({o['paced_rounds']} requests per stream, first requests spread over one "
         f"response time), *open* = Poisson arrivals at {100 * o['open_load']:g}% of the gateway's capacity "
         f"(at most {o['open_max_rate']:g}/s) for {o['open_duration']:g} s, *burst* = {o['burst']} requests at once on "
-        f"new connections (median of {o['burst_repeat']} bursts by TTFT p99). *Gap* = time between consecutive "
+        f"new connections (median of {o['burst_repeat']} bursts by TTFT p99); *paced gateway N tok*: a tenth of the "
+        "tokens, each ten times slower, at the top C — the difference splits the CPU per response into a part per "
+        "response and a part per token. *Gap* = time between consecutive "
         "client reads carrying text. Layouts: " + "; ".join(meta.get("layouts", {}).values()) + ". "
         "Each case after an unrecorded warm-up round. Events are SSE frames "
         "(`[DONE]` included). CPU and peak RSS are the gateway process's, over the recorded run only; CPU % "

@@ -38,11 +38,11 @@ def test_bench_runs_end_to_end(tmp_path):
     assert [c["layout"] for c in cases[::len(cases) // len(layouts)]] == layouts
     per_layout = [c for c in cases if c["layout"] == layouts[0]]
     # direct and gateway (store false/true) at each C, the two TTFT cases, paced direct/gateway at each paced C,
-    # open-loop direct/gateway, burst direct/gateway
-    assert len(per_layout) == 2 + 4 + 2 + 4 + 2 + 2
+    # the short paced case (the per-response / per-token split), open-loop direct/gateway, burst direct/gateway
+    assert len(per_layout) == 2 + 4 + 2 + 4 + 1 + 2 + 2
     assert [c["kind"] for c in per_layout].count("paced") == 4
     for case in cases:
-        expected = {"ttft": 3, "paced": case["concurrency"], "burst": 4}.get(case["kind"], 8)
+        expected = {"ttft": 3, "paced": case["concurrency"], "paced-short": 3, "burst": 4}.get(case["kind"], 8)
         if case["kind"] == "open":
             assert case["requests"] >= 1 and case["ok"] == case["requests"], case
             assert case["arrival_rate"] > 0 and case["capacity_per_core"] > 0
@@ -57,6 +57,8 @@ def test_bench_runs_end_to_end(tmp_path):
             assert case["gateway_cpu_s"] > 0 and case["gateway_peak_rss_mib"] > 0, case
             assert case["gateway_cpu_us_per_token"] > 0, case
     assert {c["store"] for c in cases if c["mode"] == "gateway"} == {False, True}
+    top = [c for c in per_layout if c["kind"] == "paced" and c["mode"] == "gateway"][-1]
+    assert "split_per_token_us" in top and "split_per_response_ms" in top, top
     growth = report["growth"]
     assert [r["case"] for r in growth["rows"]] == ["baseline", "chain depth 1", "chain depth 3", "input 8 KiB",
                                                   "5 tools", "MCP list of 3"]
