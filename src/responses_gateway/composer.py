@@ -283,8 +283,9 @@ class Composer:
         index = len(self.output)
         self.output.append(item)
         added = dict(item)
-        if "content" in added:  # the live list fills up before this event is encoded
-            added["content"] = []
+        for key in ("content", "summary"):  # the live lists fill up before this event is encoded
+            if key in added:
+                added[key] = []
         out.append({"type": "response.output_item.added", "sequence_number": self._next(),
                     "output_index": index, "item": added})
         return _Item(kind, item, index)

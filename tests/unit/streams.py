@@ -1,0 +1,45 @@
+"""What the unit tests share: a request's Response skeleton and a sink that checks what a composer emitted.
+
+The sink encodes each batch the moment it is produced, as the SSE sink (api/streaming.py) does, so an event
+that a later batch mutates shows up; the whole stream then goes through the same ordering checker and
+schema the end-to-end tests use.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from responses_gateway.composer import Composer
+from responses_gateway.protocol.request import parse_request
+from responses_gateway.protocol.response import skeleton
+from responses_gateway.protocol.tools import normalize_tools
+from responses_gateway.sse import DONE, encode_all
+from tests.support.schema import validate_event
+from tests.support.stream_check import StreamResult, check_stream
+
+
+def new_composer(**options) -> Composer:
+    req = parse_request(orjson.dumps({"model": "test-model", "input": "hi"}))
+    return Composer(skeleton(req, normalize_tools(req.tools, req.tool_choice)), **options)
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.raw = bytearray()
+        self.batches: list[list[dict]] = []
+
+    def add(self, events: list[dict]) -> list[dict]:
+        self.batches.append(events)
+        self.raw += encode_all(events)
+        return events
+
+    def check(self, *, whole_responses: bool = False) -> StreamResult:
+        """Every ordering rule and every event's schema; the events as a client decoded them.
+
+        Validating a whole Response object costs ~20 ms: events that carry one are validated only when
+        `whole_responses` is set, so the unit layer stays fast."""
+        result = check_stream(bytes(self.raw) + DONE)
+        for event in result.events:
+            if whole_responses or "response" not in event:
+                validate_event(event)
+        return result
