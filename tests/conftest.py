@@ -1,14 +1,16 @@
-import httpx
-import openai
-import pytest
+"""Fixtures of the end-to-end suite: a fake upstream and the real gateway on loopback.
 
-from responses_gateway.config import Settings
-from tests.support.fake_chat import FakeChatUpstream
-from tests.support.server import GatewayServer
+The heavy imports (the openai SDK, the servers) happen inside the fixtures, so tests that use none of
+them — the unit layer in tests/unit — start fast.
+"""
+
+import pytest
 
 
 @pytest.fixture(scope="session")
 def _upstream_server():
+    from tests.support.fake_chat import FakeChatUpstream
+
     with FakeChatUpstream() as up:
         yield up
 
@@ -25,6 +27,9 @@ def upstream(_upstream_server):
 @pytest.fixture(scope="session")
 def gateway(_upstream_server, tmp_path_factory):
     """The real gateway on loopback, in front of the fake upstream, storing in a fresh SQLite file."""
+    from responses_gateway.config import Settings
+    from tests.support.server import GatewayServer
+
     db = tmp_path_factory.mktemp("store") / "responses.db"
     with GatewayServer(Settings(upstream_url=_upstream_server.base_url, db=str(db))) as server:
         yield server
@@ -32,10 +37,14 @@ def gateway(_upstream_server, tmp_path_factory):
 
 @pytest.fixture
 def http(gateway):
+    import httpx
+
     with httpx.Client(base_url=gateway.url, timeout=30) as client:
         yield client
 
 
 @pytest.fixture
 def client(gateway):
+    import openai
+
     return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="test-key", max_retries=0)

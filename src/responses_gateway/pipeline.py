@@ -61,8 +61,8 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
                     events = composer.feed(batch)
                     if events:
                         yield events
-                await stream.aclose()
-                stream = None
+                closing, stream = stream, None  # closed once, even if closing fails
+                await closing.aclose()
                 if loop is None:
                     break
                 async for events in loop.after_step(composer):
@@ -83,6 +83,10 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
         yield events
     finally:
         if stream is not None:
-            await stream.aclose()
+            try:
+                await stream.aclose()
+            except Exception:  # the outcome is already decided (or sent): closing must not replace it
+                log.warning("closing the upstream stream of response %s failed", composer.response["id"],
+                            exc_info=True)
         if loop is not None:
             await loop.aclose()

@@ -11,7 +11,7 @@ from responses_gateway.protocol.reasoning import unseal
 from .streams import Sink, new_composer
 
 
-def compose(*batches: list, ending=None, whole_responses: bool = False, **options):
+def compose(*batches: list, ending=None, schema: bool = False, **options):
     """Run batches of generation events through a fresh composer; `ending(composer)` ends it (default: finish)."""
     composer = new_composer(**options)
     sink = Sink()
@@ -19,7 +19,7 @@ def compose(*batches: list, ending=None, whole_responses: bool = False, **option
     for batch in batches:
         sink.add(composer.feed(batch))
     sink.add(ending(composer) if ending is not None else composer.finish())
-    return composer, sink.check(whole_responses=whole_responses)
+    return composer, sink.check(schema=schema)
 
 
 def types(result) -> list[str]:
@@ -61,7 +61,7 @@ def test_empty_deltas_open_nothing():
 
 
 def test_refusal_then_text_are_two_parts_of_one_message():
-    _, result = compose([g.RefusalDelta("no"), g.TextDelta("but")])
+    _, result = compose([g.RefusalDelta("no"), g.TextDelta("but")], schema=True)
     parts = result.response["output"][0]["content"]
     assert parts == [{"type": "refusal", "refusal": "no"},
                      {"type": "output_text", "annotations": [], "logprobs": [], "text": "but"}]
@@ -99,7 +99,9 @@ def test_every_ending_closes_everything_with_one_terminal_event(name, opened):
         "text and two calls": ([g.TextDelta("t"), g.ToolCallStart(0, "c0", "f"), g.ToolCallStart(1, "c1", "h"),
                                 g.ToolCallDelta(1, "{}"), g.ToolCallDelta(0, "{")], 1),
     }[opened]
-    composer, result = compose(opening, tail, ending=ending, whole_responses=opened == "text and two calls")
+    # shapes: each kind of terminal event once, after the richest opening
+    schema = opened == "text and two calls" and name in ("stop", "length", "failure")
+    composer, result = compose(opening, tail, ending=ending, schema=schema)
     assert [t for t in result.types if t.startswith("response.") and t.split(".")[1] in
             ("completed", "incomplete", "failed")] == [terminal]
     assert result.types[-1] == terminal
@@ -138,7 +140,7 @@ def test_response_error_code_is_a_closed_set(code, expected):
 
 
 def test_reasoning_then_text_are_two_items_in_order():
-    _, result = compose([g.ReasoningDelta("think"), g.ReasoningDelta("ing")], [g.TextDelta("answer")])
+    _, result = compose([g.ReasoningDelta("think"), g.ReasoningDelta("ing")], [g.TextDelta("answer")], schema=True)
     reasoning, message = result.response["output"]
     assert reasoning["type"] == "reasoning" and reasoning["content"] == [{"type": "reasoning_text",
                                                                           "text": "thinking"}]
@@ -152,7 +154,7 @@ def test_reasoning_then_text_are_two_items_in_order():
 
 
 def test_reasoning_summary_mode_streams_summary_parts():
-    _, result = compose([g.ReasoningDelta("why")], reasoning_summary=True)
+    _, result = compose([g.ReasoningDelta("why")], reasoning_summary=True, schema=True)
     assert "response.reasoning_summary_text.delta" in result.types
     assert "response.reasoning_text.delta" not in result.types
     assert result.response["output"][0]["summary"] == [{"type": "summary_text", "text": "why"}]
@@ -196,7 +198,7 @@ def test_interleaved_function_calls_close_in_index_order():
                                                                                          namespace="ns")],
         [g.ToolCallDelta(1, '{"b":'), g.ToolCallDelta(0, '{"a":'), g.ToolCallDelta(0, "1}"),
          g.ToolCallDelta(1, "2}")],
-        [g.Finish("tool_calls")],
+        [g.Finish("tool_calls")], schema=True,
     )
     message, alpha, beta = result.response["output"]
     assert message["status"] == "completed"
@@ -223,7 +225,7 @@ def test_reused_key_finishes_the_earlier_call():
 
 def test_custom_tool_call_streams_its_raw_input():
     _, result = compose([g.ToolCallStart("k", "c1", "shell", kind="custom"), g.ToolCallDelta("k", "ls "),
-                         g.ToolCallDelta("k", "-la")])
+                         g.ToolCallDelta("k", "-la")], schema=True)
     assert [e["delta"] for e in result.events if e["type"] == "response.custom_tool_call_input.delta"] == [
         "ls ", "-la"]
     item = result.response["output"][0]
@@ -263,7 +265,7 @@ def test_no_usage_reported_is_null():
 @pytest.mark.parametrize("want", [True, False])
 def test_logprobs_only_when_asked(want):
     lp = [{"token": "a", "logprob": -0.1, "bytes": [97], "top_logprobs": []}]
-    _, result = compose([g.TextDelta("a", logprobs=lp), g.TextDelta("b")], logprobs=want)
+    _, result = compose([g.TextDelta("a", logprobs=lp), g.TextDelta("b")], logprobs=want, schema=want)
     deltas = [e["logprobs"] for e in result.events if e["type"] == "response.output_text.delta"]
     assert deltas == ([lp, []] if want else [[], []])
     assert result.response["output"][0]["content"][0]["logprobs"] == (lp if want else [])
@@ -285,7 +287,7 @@ def test_mcp_call_waits_for_its_result():
     composer.next_step()
     sink.add(composer.feed([g.TextDelta("answer"), g.Finish("stop")]))
     sink.add(composer.finish())
-    result = sink.check()
+    result = sink.check(schema=True)
     assert "response.mcp_call.completed" in result.types
     mcp, message = result.response["output"]
     assert (mcp["server_label"], mcp["name"], mcp["arguments"], mcp["output"], mcp["status"]) == (
@@ -300,7 +302,7 @@ def test_mcp_call_left_pending_fails_when_the_response_fails():
     sink.add(composer.feed([g.ToolCallStart(0, "c", "search", kind="mcp", namespace="docs"),
                             g.ToolCallDelta(0, "{}"), g.Finish("tool_calls")]))
     sink.add(composer.fail("server_error", "the tool server went away"))
-    result = sink.check()
+    result = sink.check(schema=True)
     assert "response.mcp_call.failed" in result.types
     assert result.response["output"][0]["status"] == "failed"
     assert composer.take_pending() == []
@@ -330,7 +332,7 @@ def test_mcp_list_tools_and_approved_call():
     sink.add(events)
     sink.add(composer.mcp_result(call, None, "not run"))
     sink.add(composer.finish())
-    result = sink.check()
+    result = sink.check(schema=True)
     listed, failed, mcp = result.response["output"]
     assert listed["tools"] == [{"name": "search", "input_schema": {}}]
     assert failed["error"] == "unreachable"

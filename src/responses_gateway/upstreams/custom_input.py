@@ -80,24 +80,45 @@ class CustomInputDecoder:
                 break
             e = s[i + 1]
             if e == "u":
-                if i + 6 > n:
+                if i + 6 > n and _could_be_escape(s[i:]):
                     self._pending = s[i:]
                     break
-                code = int(s[i + 2:i + 6], 16)
+                code = _code_unit(s, i + 2)
+                if code < 0:  # not four hex digits: invalid JSON, shown as a replacement character
+                    out.append("\ufffd")
+                    i += 2
+                    continue
                 if 0xD800 <= code < 0xDC00:  # a surrogate pair needs the next \uXXXX too
-                    if i + 12 > n:
+                    low_escape = s[i + 6:i + 12]
+                    if len(low_escape) < 6 and _could_be_escape(low_escape):
                         self._pending = s[i:]
                         break
-                    low = int(s[i + 8:i + 12], 16)
-                    out.append(chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)))
-                    i += 12
-                    continue
-                out.append(chr(code))
+                    low = _code_unit(s, i + 8) if low_escape.startswith("\\u") else -1
+                    if 0xDC00 <= low < 0xE000:
+                        out.append(chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)))
+                        i += 12
+                        continue
+                # a lone surrogate is not text (it cannot be encoded): a replacement character
+                out.append("\ufffd" if 0xD800 <= code < 0xE000 else chr(code))
                 i += 6
                 continue
             out.append(_ESCAPES.get(e, e))
             i += 2
         return "".join(out)
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _code_unit(s: str, i: int) -> int:
+    """The four hex digits at `i`, or -1 (int() alone would also take signs, spaces and underscores)."""
+    digits = s[i:i + 4]
+    return int(digits, 16) if len(digits) == 4 and _HEX.issuperset(digits) else -1
+
+
+def _could_be_escape(s: str) -> bool:
+    """Whether `s` is the start of a `\\uXXXX` escape (more text may complete it)."""
+    return "\\u".startswith(s[:2]) and _HEX.issuperset(s[2:])
 
 
 def _next_special(s: str, i: int) -> int:
