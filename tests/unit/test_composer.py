@@ -274,12 +274,18 @@ def test_logprobs_only_when_asked(want):
 # -- MCP: calls the gateway runs between steps ------------------------------------------------------------
 
 
-def test_mcp_call_waits_for_its_result():
+def mcp_step(arguments: str):
+    """A step that ends with one MCP call for the gateway to run."""
     composer = new_composer()
     sink = Sink()
     sink.add(composer.start())
     sink.add(composer.feed([g.ToolCallStart(0, "c", "search", kind="mcp", namespace="docs"),
-                            g.ToolCallDelta(0, '{"q": 1}'), g.Finish("tool_calls")]))
+                            g.ToolCallDelta(0, arguments), g.Finish("tool_calls")]))
+    return composer, sink
+
+
+def test_mcp_call_waits_for_its_result():
+    composer, sink = mcp_step('{"q": 1}')
     (call,) = composer.take_pending()
     assert composer.take_pending() == []
     assert call.item["status"] == "in_progress"  # not done until it has run
@@ -296,11 +302,7 @@ def test_mcp_call_waits_for_its_result():
 
 
 def test_mcp_call_left_pending_fails_when_the_response_fails():
-    composer = new_composer()
-    sink = Sink()
-    sink.add(composer.start())
-    sink.add(composer.feed([g.ToolCallStart(0, "c", "search", kind="mcp", namespace="docs"),
-                            g.ToolCallDelta(0, "{}"), g.Finish("tool_calls")]))
+    composer, sink = mcp_step("{}")
     sink.add(composer.fail("server_error", "the tool server went away"))
     result = sink.check(schema=True)
     assert "response.mcp_call.failed" in result.types
@@ -309,9 +311,7 @@ def test_mcp_call_left_pending_fails_when_the_response_fails():
 
 
 def test_mcp_tool_error_object_kept_as_given():
-    composer = new_composer()
-    composer.start()
-    composer.feed([g.ToolCallStart(0, "c", "t", kind="mcp", namespace="s"), g.Finish("tool_calls")])
+    composer, _ = mcp_step("")
     (call,) = composer.take_pending()
     error = {"type": "mcp_tool_execution_error", "content": [{"type": "text", "text": "bad"}]}
     events = composer.mcp_result(call, None, error)
