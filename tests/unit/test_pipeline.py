@@ -12,6 +12,7 @@ import pytest
 
 from responses_gateway import generation as g
 from responses_gateway import metrics
+from responses_gateway.errors import UpstreamError
 from responses_gateway.pipeline import run
 
 from .streams import Sink, new_composer
@@ -69,14 +70,14 @@ class FakeLoop:
 
     async def prelude(self, composer):
         if self.fail == "prelude":
-            raise g.UpstreamError("listing tools failed", code="mcp_error")
+            raise UpstreamError("listing tools failed", code="mcp_error")
         item, events = composer.list_tools_started("docs")
         yield events
         yield composer.list_tools_done(item, [], None)
 
     async def open_next(self, composer):
         if self.fail == "open_next" and self.opened == 1:
-            raise g.UpstreamError("second step refused", status=429, code="rate_limit_exceeded")
+            raise UpstreamError("second step refused", status=429, code="rate_limit_exceeded")
         composer.next_step()
         self.opened += 1
         return self.steps.pop(0)
@@ -135,8 +136,8 @@ def test_clean_stream_completes_and_stores_before_the_terminal_event():
 
 @pytest.mark.parametrize("fail_at", range(len(STEP) + 1))
 @pytest.mark.parametrize("exc,code", [
-    (g.UpstreamError("lost mid-stream", code="upstream_error"), "upstream_error"),
-    (g.UpstreamError("slow down", status=429, code="rate_limit_exceeded", type="rate_limit_error"),
+    (UpstreamError("lost mid-stream", code="upstream_error"), "upstream_error"),
+    (UpstreamError("slow down", status=429, code="rate_limit_exceeded", type="rate_limit_error"),
      "rate_limit_exceeded"),
     (RuntimeError("a bug of ours"), "server_error"),
     (KeyError("missing"), "server_error"),
@@ -150,7 +151,7 @@ def test_stream_failing_at_any_point_ends_with_one_failed_event(fail_at, exc, co
     assert terminal == ["response.failed"]
     error = result.events[-2]
     assert error["type"] == "error" and error["code"] == code
-    if isinstance(exc, g.UpstreamError):
+    if isinstance(exc, UpstreamError):
         assert error["message"] == exc.message and error["error"]["type"] == exc.type
     else:  # the gateway's own failure: no internals leak
         assert error["message"] == "The gateway failed while processing the response."
@@ -172,7 +173,7 @@ def test_failing_store_write_does_not_swallow_the_terminal_event():
 def test_failing_store_write_after_a_failure_still_ends_with_response_failed():
     log: list = []
     on_final, _ = recording_store(log, fail=RuntimeError("store down"))
-    result, _ = drive(FakeStream(STEP, fail_at=1, exc=g.UpstreamError("x")), on_final, log=log)
+    result, _ = drive(FakeStream(STEP, fail_at=1, exc=UpstreamError("x")), on_final, log=log)
     assert [t for t in result.types if t in TERMINALS] == ["response.failed"]
 
 
@@ -192,7 +193,7 @@ def test_failing_close_after_a_clean_stream_closes_once_and_ends_once():
 
 
 def test_failing_close_after_a_failed_stream_does_not_escape():
-    stream = FakeStream(STEP, fail_at=1, exc=g.UpstreamError("lost"), close_exc=RuntimeError("close failed"))
+    stream = FakeStream(STEP, fail_at=1, exc=UpstreamError("lost"), close_exc=RuntimeError("close failed"))
     result, _ = drive(stream)
     assert [t for t in result.types if t in TERMINALS] == ["response.failed"]
     assert stream.closed == 1
@@ -278,7 +279,7 @@ def test_loop_failing_anywhere_ends_with_one_failed_event(where):
 
 
 def test_loop_step_failing_mid_stream_closes_that_step_and_the_loop():
-    broken = FakeStream(STEP, fail_at=1, exc=g.UpstreamError("lost"))
+    broken = FakeStream(STEP, fail_at=1, exc=UpstreamError("lost"))
     loop = FakeLoop([FakeStream([[g.TextDelta("one"), g.Finish("stop")]]), broken])
     result, _ = drive(None, loop=loop)
     assert [t for t in result.types if t in TERMINALS] == ["response.failed"]
