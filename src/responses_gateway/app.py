@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 
 import orjson
 from starlette.applications import Starlette
@@ -25,17 +26,19 @@ from .config import Settings
 from .errors import APIError
 from .routing import Router, load_rules
 from .store import open_store
+from .store.base import Store
+from .upstreams.base import Upstream
 from .upstreams.chat_completions import ChatCompletionsUpstream
 from .upstreams.demo import DemoUpstream
 
 log = logging.getLogger("responses_gateway")
 
 
-def make_upstream(settings: Settings):
+def make_upstream(settings: Settings) -> Upstream:
     return DemoUpstream() if settings.is_demo else ChatCompletionsUpstream(settings.route())
 
 
-def make_router(settings: Settings, upstream=None) -> Router:
+def make_router(settings: Settings, upstream: Upstream | None = None) -> Router:
     if upstream is not None:
         return Router.single(upstream, settings.route())
     if settings.config:
@@ -43,11 +46,11 @@ def make_router(settings: Settings, upstream=None) -> Router:
     return Router.single(make_upstream(settings), settings.route())
 
 
-def make_store(settings: Settings):
+def make_store(settings: Settings) -> Store | None:
     return None if settings.db == "none" else open_store(settings.db, settings.retention_days)
 
 
-async def purge_forever(store, every: float = 3600.0) -> None:
+async def purge_forever(store: Store, every: float = 3600.0) -> None:
     """Retention: expired responses are removed at startup and then every hour."""
     while True:
         try:
@@ -83,10 +86,10 @@ async def responses_websocket(websocket: WebSocket) -> None:
         await websocket.close(code=1008)
 
 
-def create_app(settings: Settings, upstream=None, router: Router | None = None) -> Starlette:
+def create_app(settings: Settings, upstream: Upstream | None = None, router: Router | None = None) -> Starlette:
     """`upstream`: serve every model from this adapter (tests); `router`: an already built router."""
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette):
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.settings = settings
         app.state.router = live = router or make_router(settings, upstream)
         app.state.store = store = make_store(settings)

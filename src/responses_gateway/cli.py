@@ -9,7 +9,9 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator, Mapping
 from dataclasses import fields, replace
+from typing import Any
 
 from . import __version__
 from .config import CHOICES, ENV, Settings, check, from_env
@@ -68,14 +70,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _db(sub) -> argparse.ArgumentParser:
-    db = sub.add_parser("db", help="manage the response store")
+def _db(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    db: argparse.ArgumentParser = sub.add_parser("db", help="manage the response store")
     db.add_argument("action", choices=("upgrade", "purge"),
                     help="upgrade: apply schema migrations; purge: remove expired responses")
     return db
 
 
-def settings_from(args: argparse.Namespace, environ=None) -> Settings:
+def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
     values = from_env(environ)
     for f in fields(Settings):
         value = getattr(args, f.name, None)
@@ -147,8 +149,8 @@ def serve(settings: Settings) -> None:
     if any(rule.route.kind == "demo" for rule in router.rules):
         log.warning("DEMO MODE: answers come from a scripted demo model, not a real one. "
                     "Use --upstream URL to serve a real model server.")
-    common = dict(host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False,
-                  timeout_graceful_shutdown=5)
+    common: dict[str, Any] = dict(host=settings.host, port=settings.port, log_level=settings.log_level,
+                                  access_log=False, timeout_graceful_shutdown=5)
     if settings.workers > 1:
         # Each worker builds its own app from the environment.
         for name, var in ENV.items():
@@ -162,7 +164,7 @@ def serve(settings: Settings) -> None:
 
 
 @contextlib.contextmanager
-def metrics_dir():
+def metrics_dir() -> Iterator[str]:
     """Several workers: each counts into files in one fresh directory that /metrics sums (prometheus_client's
     multiprocess mode). The workers are started after this and inherit it; it goes when serving ends. A
     directory the operator set in PROMETHEUS_MULTIPROC_DIR is used as given and kept."""

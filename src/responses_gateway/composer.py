@@ -8,6 +8,7 @@ model validation per token) and encoded once by the sink.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import orjson
 
@@ -41,19 +42,19 @@ class _Item:
 
     __slots__ = ("kind", "item", "index", "id", "part", "buf", "logprobs", "signature")
 
-    def __init__(self, kind: str, item: dict, index: int):
+    def __init__(self, kind: str, item: dict[str, Any], index: int):
         self.kind = kind
         self.item = item
         self.index = index
         self.id = item["id"]
         self.part: str | None = None  # type of the open content part
         self.buf: list[str] = []
-        self.logprobs: list | None = None
+        self.logprobs: list[Any] | None = None
         self.signature: str | None = None
 
 
 class Composer:
-    def __init__(self, response: dict, *, logprobs: bool = False, encrypted_reasoning: bool = False,
+    def __init__(self, response: dict[str, Any], *, logprobs: bool = False, encrypted_reasoning: bool = False,
                  reasoning_summary: bool = False):
         self.response = response
         self.want_logprobs = logprobs
@@ -62,11 +63,11 @@ class Composer:
         # Vercel AI SDK show only summaries); otherwise as raw `reasoning_text` content, as OpenAI does.
         self.reasoning_part = "summary_text" if reasoning_summary else "reasoning_text"
         self.seq = 0
-        self.output: list[dict] = []
+        self.output: list[dict[str, Any]] = []
         self.text_item: _Item | None = None  # the open message or reasoning item
-        self.calls: dict = {}  # upstream key -> open tool-call item
+        self.calls: dict[int | str, _Item] = {}  # upstream key -> open tool-call item
         self.finish_reason: str | None = None
-        self.usage: dict | None = None
+        self.usage: dict[str, Any] | None = None
         self.closed = False
         self.pending: list[_Item] = []  # MCP calls whose arguments are complete, awaiting execution
         self.sealed: dict[str, str] = {}  # reasoning item id -> encrypted content kept for storage only
@@ -74,16 +75,16 @@ class Composer:
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
-    def start(self) -> list[dict]:
+    def start(self) -> list[dict[str, Any]]:
         return [
             self._lifecycle("response.created"),
             self._lifecycle("response.in_progress"),
         ]
 
-    def feed(self, events: list) -> list[dict]:
+    def feed(self, events: list[Any]) -> list[dict[str, Any]]:
         if self.captured is not None:
             return self._capture(events)
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         for ev in events:
             kind = type(ev)
             if kind is g.TextDelta:
@@ -115,11 +116,11 @@ class Composer:
                 self._close_all(out, "incomplete" if ev.reason in INCOMPLETE_REASONS else "completed")
         return out
 
-    def finish(self, incomplete: str | None = None) -> list[dict]:
+    def finish(self, incomplete: str | None = None) -> list[dict[str, Any]]:
         """The upstream ended cleanly: close what is open and emit the terminal event.
 
         `incomplete`: a reason the gateway itself stopped short (e.g. the tool-round cap)."""
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         reason = incomplete or INCOMPLETE_REASONS.get(self.finish_reason or "")
         self._close_all(out, "incomplete" if reason else "completed")
         if reason:
@@ -129,9 +130,9 @@ class Composer:
         return out
 
     def fail(self, code: str | None, message: str, *, type: str = "server_error",
-             param: str | None = None) -> list[dict]:
+             param: str | None = None) -> list[dict[str, Any]]:
         """Any failure after the stream started: close open items as incomplete, `error`, `response.failed`."""
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         if self.closed:
             return out
         self._close_all(out, "incomplete")
@@ -154,10 +155,10 @@ class Composer:
         return events[:-1] + self.fail("storage_error", message)
 
     @property
-    def final(self) -> dict:
+    def final(self) -> dict[str, Any]:
         return self.response
 
-    def stored(self) -> dict:
+    def stored(self) -> dict[str, Any]:
         """The final response as it is stored: with the encrypted reasoning the client did not ask to see."""
         if not self.sealed:
             return self.response
@@ -171,22 +172,25 @@ class Composer:
         """From now on the upstream writes a summary: its text is kept (`captured`), nothing is streamed."""
         self.captured = []
 
-    def _capture(self, events: list) -> list[dict]:
+    def _capture(self, events: list[Any]) -> list[dict[str, Any]]:
+        captured = self.captured
+        if captured is None:
+            return self.feed(events)
         for ev in events:
             kind = type(ev)
             if kind is g.TextDelta:
-                self.captured.append(ev.text)
+                captured.append(ev.text)
             elif kind is g.Usage:
                 self._usage(ev)
             elif kind is g.Finish:
                 self.finish_reason = ev.reason
         return []  # reasoning, and tool calls the summary step did not ask for, are not part of a summary
 
-    def compaction(self, encrypted_content: str) -> list[dict]:
+    def compaction(self, encrypted_content: str) -> list[dict[str, Any]]:
         """End the capture: the compaction output item, whole. The next step starts afresh."""
         self.captured = None
         self.finish_reason = None
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         item = self._add_item(out, "compaction", {"id": new_id("cmp"), "type": "compaction",
                                                   "encrypted_content": encrypted_content})
         out.append({"type": "response.output_item.done", "sequence_number": self._next(),
@@ -203,7 +207,7 @@ class Composer:
         pending, self.pending = self.pending, []
         return pending
 
-    def mcp_result(self, call: _Item, output: str | None, error: str | dict | None) -> list[dict]:
+    def mcp_result(self, call: _Item, output: str | None, error: str | dict[str, Any] | None) -> list[dict[str, Any]]:
         """`error`: a message (the gateway could not run the call) or OpenAI's error object as given."""
         if isinstance(error, str):
             error = {"type": "mcp_protocol_error", "code": -32000, "message": error}
@@ -219,15 +223,15 @@ class Composer:
              "item": item},
         ]
 
-    def list_tools_started(self, server_label: str) -> tuple[_Item, list[dict]]:
-        out: list[dict] = []
+    def list_tools_started(self, server_label: str) -> tuple[_Item, list[dict[str, Any]]]:
+        out: list[dict[str, Any]] = []
         item = self._add_item(out, "mcp_list_tools", {"id": new_id("mcpl"), "type": "mcp_list_tools",
                                                       "server_label": server_label, "tools": []})
         out.append({"type": "response.mcp_list_tools.in_progress", "sequence_number": self._next(),
                     "item_id": item.id, "output_index": item.index})
         return item, out
 
-    def list_tools_done(self, item: _Item, tools: list[dict] | None, error: str | None) -> list[dict]:
+    def list_tools_done(self, item: _Item, tools: list[dict[str, Any]] | None, error: str | None) -> list[dict[str, Any]]:
         if error is None:
             item.item["tools"] = tools or []
         else:
@@ -240,9 +244,9 @@ class Composer:
         ]
 
     def mcp_call_added(self, server_label: str, name: str, arguments: str,
-                       approval_request_id: str | None = None) -> tuple[_Item, list[dict]]:
+                       approval_request_id: str | None = None) -> tuple[_Item, list[dict[str, Any]]]:
         """An MCP call the gateway runs without the model asking now (an approved request)."""
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         call = self._add_item(out, "mcp", _mcp_item(server_label, name, arguments, approval_request_id))
         base = {"item_id": call.id, "output_index": call.index}
         out.append({"type": "response.mcp_call.in_progress", "sequence_number": self._next(), **base})
@@ -274,12 +278,12 @@ class Composer:
         self.seq = seq + 1
         return seq
 
-    def _lifecycle(self, kind: str) -> dict:
+    def _lifecycle(self, kind: str) -> dict[str, Any]:
         snapshot = dict(self.response)
         snapshot["output"] = []
         return {"type": kind, "sequence_number": self._next(), "response": snapshot}
 
-    def _add_item(self, out: list, kind: str, item: dict) -> _Item:
+    def _add_item(self, out: list[Any], kind: str, item: dict[str, Any]) -> _Item:
         index = len(self.output)
         self.output.append(item)
         added = dict(item)
@@ -290,7 +294,7 @@ class Composer:
                     "output_index": index, "item": added})
         return _Item(kind, item, index)
 
-    def _text(self, out: list, part: str, text: str, logprobs: list | None) -> None:
+    def _text(self, out: list[Any], part: str, text: str, logprobs: list[Any] | None) -> None:
         item = self.text_item
         if item is None or item.kind != "message":
             self._close_text(out, "completed")
@@ -305,7 +309,7 @@ class Composer:
         seq = self._next()
         if part == "output_text":
             lp = logprobs if (logprobs and self.want_logprobs) else []
-            if lp:
+            if lp and item.logprobs is not None:
                 item.logprobs.extend(lp)
             out.append({"type": "response.output_text.delta", "sequence_number": seq, "item_id": item.id,
                         "output_index": item.index, "content_index": len(item.item["content"]),
@@ -315,7 +319,7 @@ class Composer:
                         "output_index": item.index, "content_index": len(item.item["content"]),
                         "delta": text})
 
-    def _reasoning(self, out: list, ev: g.ReasoningDelta) -> None:
+    def _reasoning(self, out: list[Any], ev: g.ReasoningDelta) -> None:
         item = self.text_item
         if item is None or item.kind != "reasoning":
             self._close_text(out, "completed")
@@ -336,8 +340,9 @@ class Composer:
                             "item_id": item.id, "output_index": item.index, "content_index": 0,
                             "delta": ev.text})
 
-    def _start_call(self, out: list, ev: g.ToolCallStart) -> None:
+    def _start_call(self, out: list[Any], ev: g.ToolCallStart) -> None:
         self._close_text(out, "completed")
+        item: dict[str, Any]
         if ev.kind == "custom":
             item = {"id": new_id("ctc"), "type": "custom_tool_call", "status": "in_progress",
                     "call_id": ev.call_id, "name": ev.name, "input": ""}
@@ -365,7 +370,7 @@ class Composer:
 
     # -- parts and closing -------------------------------------------------------------------------------
 
-    def _open_part(self, out: list, item: _Item, part: str) -> None:
+    def _open_part(self, out: list[Any], item: _Item, part: str) -> None:
         item.part = part
         item.buf = []
         if part == "output_text":
@@ -383,11 +388,12 @@ class Composer:
         out.append({"type": "response.content_part.added", "sequence_number": self._next(), "item_id": item.id,
                     "output_index": item.index, "content_index": len(item.item["content"]), "part": shape})
 
-    def _close_part(self, out: list, item: _Item) -> None:
+    def _close_part(self, out: list[Any], item: _Item) -> None:
         part = item.part
         if part is None:
             return
         text = "".join(item.buf)
+        final: dict[str, Any]
         if part == "summary_text":
             base = {"item_id": item.id, "output_index": item.index, "summary_index": 0}
             final = {"type": "summary_text", "text": text}
@@ -421,7 +427,7 @@ class Composer:
         item.part = None
         item.buf = []
 
-    def _close_text(self, out: list, status: str) -> None:
+    def _close_text(self, out: list[Any], status: str) -> None:
         item = self.text_item
         if item is None:
             return
@@ -441,7 +447,7 @@ class Composer:
         out.append({"type": "response.output_item.done", "sequence_number": self._next(),
                     "output_index": item.index, "item": item.item})
 
-    def _close_call(self, out: list, call: _Item, status: str) -> None:
+    def _close_call(self, out: list[Any], call: _Item, status: str) -> None:
         text = "".join(call.buf)
         item = call.item
         if call.kind == "custom":
@@ -473,7 +479,7 @@ class Composer:
         out.append({"type": "response.output_item.done", "sequence_number": self._next(),
                     "output_index": call.index, "item": item})
 
-    def _close_all(self, out: list, status: str) -> None:
+    def _close_all(self, out: list[Any], status: str) -> None:
         self._close_text(out, status)
         calls = sorted(self.calls.values(), key=lambda c: c.index)
         self.calls = {}
@@ -483,7 +489,7 @@ class Composer:
             for call in self.take_pending():
                 out.extend(self.mcp_result(call, None, "The response ended before the call could run."))
 
-    def _terminal(self, out: list, status: str, **fields) -> None:
+    def _terminal(self, out: list[Any], status: str, **fields: Any) -> None:
         self.closed = True
         response = self.response
         response["status"] = status
@@ -493,7 +499,7 @@ class Composer:
         out.append({"type": f"response.{status}", "sequence_number": self._next(), "response": response})
 
 
-def _mcp_item(server_label: str | None, name: str, arguments: str, approval_request_id: str | None = None) -> dict:
+def _mcp_item(server_label: str | None, name: str, arguments: str, approval_request_id: str | None = None) -> dict[str, Any]:
     return {"id": new_id("mcp"), "type": "mcp_call", "status": "in_progress", "server_label": server_label or "",
             "name": name, "arguments": arguments, "approval_request_id": approval_request_id, "output": None,
             "error": None}
@@ -502,7 +508,7 @@ def _mcp_item(server_label: str | None, name: str, arguments: str, approval_requ
 _CALL_KINDS = ("custom", "tool_search", "mcp", "mcp_approval")
 
 
-def _json_object(text: str) -> dict:
+def _json_object(text: str) -> dict[str, Any]:
     try:
         value = orjson.loads(text or "{}")
     except orjson.JSONDecodeError:

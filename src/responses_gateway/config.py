@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .upstreams.base import Route
 
 DEMO_UPSTREAM = "demo"
 MIN_COMPACTION_KEY = 16
@@ -63,7 +68,7 @@ class Settings:
     def is_demo(self) -> bool:
         return self.upstream_url == DEMO_UPSTREAM
 
-    def route(self):
+    def route(self) -> Route:
         """The one upstream given by --upstream, as a Route."""
         from .upstreams.base import Route
 
@@ -109,11 +114,11 @@ CHOICES = {
 }
 
 
-def from_env(environ: dict[str, str] | None = None) -> dict:
+def from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The RG_* variables that are set, converted to the field types."""
     environ = os.environ if environ is None else environ
     types = {f: Settings.__dataclass_fields__[f].type for f in ENV}
-    out: dict = {}
+    out: dict[str, Any] = {}
     for name, var in ENV.items():
         raw = environ.get(var)
         if raw is None or raw == "":

@@ -15,6 +15,8 @@ How an upstream's HTTP error status becomes the error OpenAI would give is decid
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class APIError(Exception):
     """An error with the HTTP status and body OpenAI would send for it."""
@@ -35,7 +37,7 @@ class APIError(Exception):
         self.param = param
         self.code = code
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, Any]:
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
 

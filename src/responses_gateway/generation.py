@@ -6,11 +6,13 @@ because one is made per upstream token.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class TextDelta:
     __slots__ = ("text", "logprobs")
 
-    def __init__(self, text: str, logprobs: list | None = None):
+    def __init__(self, text: str, logprobs: list[Any] | None = None):
         self.text = text
         self.logprobs = logprobs
 

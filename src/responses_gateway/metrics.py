@@ -25,6 +25,6 @@ store_purged = Counter("responses_gateway_store_purged", "Expired responses remo
 def render() -> bytes:
     if os.environ.get(MULTIPROC_ENV):
         registry = CollectorRegistry()
-        MultiProcessCollector(registry)
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
         return generate_latest(registry)
     return generate_latest(REGISTRY)

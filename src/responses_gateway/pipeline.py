@@ -11,20 +11,32 @@ arrives as cancellation and closes the upstream.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
 
 from . import metrics
 from .composer import Composer
 from .errors import UpstreamError
 from .upstreams.base import EventStream
 
-if TYPE_CHECKING:  # the MCP SDK costs ~25 MiB and 0.6 s to import: only requests with MCP tools pay it
-    from .mcp.loop import MCPLoop
-
 log = logging.getLogger("responses_gateway.pipeline")
 
-OnFinal = Callable[[dict], Awaitable[None]]
+OnFinal = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Steps(Protocol):
+    """A response of several upstream steps (the MCP loop, compaction): what the pipeline asks of it."""
+
+    again: bool  # after a step: open another one
+    incomplete: str | None  # why the response stopped short, if it did
+
+    def prelude(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]: ...
+
+    def open_next(self, composer: Composer) -> Awaitable[EventStream]: ...
+
+    def after_step(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]: ...
+
+    async def aclose(self) -> None: ...
 
 
 async def _store(composer: Composer, events: list[dict], on_final: OnFinal) -> list[dict]:
@@ -45,7 +57,7 @@ async def _store(composer: Composer, events: list[dict], on_final: OnFinal) -> l
 
 
 async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal | None = None,
-              loop: MCPLoop | None = None) -> AsyncIterator[list[dict]]:
+              loop: Steps | None = None) -> AsyncGenerator[list[dict[str, Any]], None]:
     """`stream`: the first upstream step, already opened (so HTTP errors could still be HTTP errors);
     None when a tool `loop` must run first (listing MCP tools) and opens every step itself."""
     try:
@@ -56,6 +68,8 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
                     yield events
             while True:
                 if stream is None:
+                    if loop is None:
+                        raise ValueError("run() needs an opened stream or a tool loop")
                     stream = await loop.open_next(composer)
                 async for batch in stream:
                     events = composer.feed(batch)

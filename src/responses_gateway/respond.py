@@ -7,27 +7,30 @@ so a transport can still answer with a plain error.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .compaction.history import has_compaction
 from .composer import Composer
 from .mcp.history import lower_mcp
-from .pipeline import OnFinal, run
+from .pipeline import OnFinal, Steps, run
 from .protocol.items import normalize_input
 from .protocol.request import CreateResponse, conversation_id
 from .protocol.response import skeleton
 from .protocol.tools import found_tools, normalize_tools
 from .state import conversation_history, resolve
 from .truncation import Truncating
-from .upstreams.base import Call, Upstream
+from .upstreams.base import Call, EventStream, Upstream
+
+if TYPE_CHECKING:  # the MCP SDK is imported only by requests with MCP tools
+    from .mcp.loop import MCPLoop
 
 # A conversation takes a response's input and output when it ends with these statuses (docs/conversations.md).
 APPENDED = ("completed", "incomplete")
 
 # (previous_response_id, this request's items, owner) → (history sent upstream, items as stored)
-Resolver = Callable[[str | None, list[dict], str], Awaitable[tuple[list[dict], list[dict]]]]
+Resolver = Callable[[str | None, list[dict[str, Any]], str], Awaitable[tuple[list[dict[str, Any]], list[dict[str, Any]]]]]
 
 
 @dataclass
@@ -36,13 +39,13 @@ class Started:
 
     request: CreateResponse
     composer: Composer
-    history: list[dict]  # the full input sent upstream
-    items: list[dict]  # this request's input items, with ids, as stored
+    history: list[dict[str, Any]]  # the full input sent upstream
+    items: list[dict[str, Any]]  # this request's input items, with ids, as stored
     owner: str
-    batches: AsyncIterator[list[dict]]
+    batches: AsyncGenerator[list[dict[str, Any]], None]
 
     @property
-    def final(self) -> dict:
+    def final(self) -> dict[str, Any]:
         return self.composer.final
 
 
@@ -52,12 +55,12 @@ class Prepared:
 
     upstream: Upstream
     call: Call
-    history: list[dict]
-    items: list[dict]
+    history: list[dict[str, Any]]
+    items: list[dict[str, Any]]
     conversation: str | None
     trigger: bool = False  # the input ended with a compaction trigger (removed from `items`)
     compaction: Any = None  # compaction.step.Plan, when compaction items, a trigger or context_management
-    render: Callable[[list[dict]], list[dict]] = lower_mcp  # raw history → what upstreams see
+    render: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = lower_mcp  # raw history → what upstreams see
 
 
 async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolver | None = None) -> Prepared:
@@ -111,13 +114,14 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
                                not in (None, "none")),
     )
 
-    def mcp_loop(call: Call):
+    def mcp_loop(call: Call) -> MCPLoop:
         from .mcp.loop import MCPLoop  # the MCP SDK is imported only by requests with MCP tools
 
         return MCPLoop(call, history, upstream, allow_hosts=settings.mcp_hosts(), timeout=settings.mcp_timeout,
                        max_rounds=settings.max_tool_rounds, render=prepared.render)
 
-    loop = stream = None
+    loop: Steps | None = None
+    stream: EventStream | None = None
     plan = prepared.compaction
     if plan is not None and plan.summarize:
         from .compaction.step import CompactionStep
@@ -132,7 +136,7 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
     save = store is not None and req.store is not False
     conversation = prepared.conversation
 
-    async def on_final(final: dict) -> None:
+    async def on_final(final: dict[str, Any]) -> None:
         if save:
             await store.save(composer.stored(), items, owner)
         if conversation is not None and final["status"] in APPENDED:

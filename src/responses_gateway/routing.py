@@ -22,11 +22,13 @@ import fnmatch
 import logging
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from .errors import APIError, UpstreamError, model_not_found
-from .upstreams.base import Route
+from .upstreams.base import Route, Upstream
 
 log = logging.getLogger("responses_gateway.routing")
 
@@ -51,8 +53,8 @@ class Rule:
         return model == self.match if self.exact else fnmatch.fnmatchcase(model, self.match)
 
 
-def load_rules(path: str, environ=None) -> list[Rule]:
-    environ = os.environ if environ is None else environ
+def load_rules(path: str, environ: Mapping[str, str] | None = None) -> list[Rule]:
+    env: Mapping[str, str] = os.environ if environ is None else environ
     with open(path, "rb") as fh:
         data = tomllib.load(fh)
     rules = []
@@ -70,7 +72,7 @@ def load_rules(path: str, environ=None) -> list[Rule]:
             raise ValueError(f"{where}: base_url must be an http(s) URL")
         key = entry.get("api_key")
         if entry.get("api_key_env"):
-            key = environ.get(entry["api_key_env"])
+            key = env.get(entry["api_key_env"])
             if not key:
                 log.warning("%s: environment variable %s is not set", where, entry["api_key_env"])
         fields = {k: entry[k] for k in ("model", "max_tokens", "reasoning_history", "max_tokens_field",
@@ -82,7 +84,7 @@ def load_rules(path: str, environ=None) -> list[Rule]:
     return rules
 
 
-def build_upstream(route: Route):
+def build_upstream(route: Route) -> Upstream:
     if route.kind == "demo":
         from .upstreams.demo import DemoUpstream
 
@@ -103,27 +105,27 @@ def build_upstream(route: Route):
 class Router:
     """Model name → (upstream, the upstream's name for it). One upstream object (one pool) per route."""
 
-    def __init__(self, rules: list[Rule], upstreams: list | None = None):
+    def __init__(self, rules: list[Rule], upstreams: list[Upstream] | None = None):
         self.rules = rules
         self.upstreams = upstreams or [build_upstream(rule.route) for rule in rules]
 
     @classmethod
-    def single(cls, upstream, route: Route) -> Router:
+    def single(cls, upstream: Upstream, route: Route) -> Router:
         return cls([Rule("*", route)], [upstream])
 
     @property
     def labels(self) -> list[str]:
         return [f"{rule.match} -> {up.label}" for rule, up in zip(self.rules, self.upstreams, strict=True)]
 
-    def pick(self, model: str):
+    def pick(self, model: str) -> tuple[Upstream, str]:
         for rule, upstream in zip(self.rules, self.upstreams, strict=True):
             if rule.matches(model):
                 return upstream, rule.route.model or model
         raise APIError(404, model_not_found(model), code="model_not_found")
 
-    async def list_models(self) -> list[dict]:
+    async def list_models(self) -> list[dict[str, Any]]:
         """Every routed model: exact names as configured, patterns filtered from their upstream's list."""
-        seen: dict[str, dict] = {}
+        seen: dict[str, dict[str, Any]] = {}
         for rule, upstream in zip(self.rules, self.upstreams, strict=True):
             if rule.exact:
                 seen.setdefault(rule.match, {"id": rule.match, "object": "model", "created": 0,

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 DONE = b"data: [DONE]\n\n"
 
 
-def encode(event: dict) -> bytes:
-    return b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+def encode(event: dict[str, Any]) -> bytes:
+    name: str = event["type"]
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
 
 
-def encode_all(events: list[dict]) -> bytes:
+def encode_all(events: list[dict[str, Any]]) -> bytes:
     """One buffer for all events that are ready together, so the server makes one write for them."""
     return b"".join([encode(e) for e in events])
 

@@ -6,6 +6,8 @@ Follows OpenAI on inheritance: the previous chain's input and output items are i
 
 from __future__ import annotations
 
+from typing import Any
+
 from .errors import APIError
 from .ids import new_id
 from .protocol.items import normalize_item
@@ -24,22 +26,22 @@ def not_found(response_id: str, param: str | None = None, code: str | None = Non
     return APIError(status, f"Response with id '{response_id}' not found.", param=param, code=code)
 
 
-async def resolve(store: Store | None, previous_response_id: str | None, items: list[dict],
-                  owner: str) -> tuple[list[dict], list[dict]]:
+async def resolve(store: Store | None, previous_response_id: str | None, items: list[dict[str, Any]],
+                  owner: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(history for the upstream, this request's items as they will be stored). Raises before any stream."""
     refs = [item["id"] for item in items if item["type"] == "item_reference"]
     if (previous_response_id or refs) and store is None:
         raise APIError(400, "This gateway keeps no state (it runs with --db none): previous_response_id and "
                        "item_reference are unavailable.", param="previous_response_id" if previous_response_id
                        else "input", code="unsupported_parameter")
-    history: list[dict] = []
-    if previous_response_id:
+    history: list[dict[str, Any]] = []
+    if previous_response_id and store is not None:
         found = await store.history(previous_response_id, owner)
         if found is None:
             raise APIError(400, f"Previous response with id '{previous_response_id}' not found.",
                            param="previous_response_id", code="previous_response_not_found")
         history = [normalize_item(item, "previous_response") for item in found]
-    if refs:
+    if refs and store is not None:
         stored = await store.items_by_id(refs, owner)
         resolved = []
         for i, item in enumerate(items):
@@ -53,7 +55,7 @@ async def resolve(store: Store | None, previous_response_id: str | None, items: 
     return history + items, with_ids(items)
 
 
-async def conversation_history(store: Store | None, conversation: str, owner: str) -> list[dict]:
+async def conversation_history(store: Store | None, conversation: str, owner: str) -> list[dict[str, Any]]:
     """A conversation's items, oldest first, as history for a response created in it."""
     found = await store.conversation_history(conversation, owner) if store is not None else None
     if found is None:
@@ -61,7 +63,7 @@ async def conversation_history(store: Store | None, conversation: str, owner: st
     return [normalize_item(item, "conversation") for item in found]
 
 
-def with_ids(items: list[dict]) -> list[dict]:
+def with_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Input items as stored and listed: each with an id, messages with a status, as OpenAI lists them."""
     out = []
     for item in items:

@@ -29,11 +29,11 @@ def _strings(value: Any) -> int:
     return 0
 
 
-def item_tokens(item: dict) -> int:
+def item_tokens(item: dict[str, Any]) -> int:
     return ITEM_OVERHEAD + (_strings(item) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
-def estimate(items: list[dict], instructions: str | None = None, tools: list[dict] | None = None) -> int:
+def estimate(items: list[dict[str, Any]], instructions: str | None = None, tools: list[dict[str, Any]] | None = None) -> int:
     """Estimated input tokens of a request: its items, its instructions and its tool definitions."""
     total = sum(item_tokens(item) for item in items)
     if instructions:

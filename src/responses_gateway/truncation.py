@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 from . import tokens
 from .errors import UpstreamError
@@ -22,11 +23,11 @@ KEEP_ROLES = ("system", "developer")
 CALL_OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
 
 
-def _kept(item: dict) -> bool:
+def _kept(item: dict[str, Any]) -> bool:
     return (item.get("type") == "message" and item.get("role") in KEEP_ROLES) or item.get("type") == "compaction"
 
 
-def drop_oldest_turn(items: list[dict]) -> list[dict] | None:
+def drop_oldest_turn(items: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     """The items without their oldest turn; None when only the last user turn is left."""
     starts = [i for i, item in enumerate(items) if item.get("type") == "message" and item.get("role") == "user"]
     if len(starts) < 2:
@@ -39,7 +40,7 @@ def drop_oldest_turn(items: list[dict]) -> list[dict] | None:
     return out
 
 
-def fit(items: list[dict], budget: int, instructions: str | None, tools: list[dict] | None) -> list[dict]:
+def fit(items: list[dict[str, Any]], budget: int, instructions: str | None, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """Drop oldest turns until the estimate fits `budget` tokens (or only the last turn is left)."""
     while tokens.estimate(items, instructions, tools) > budget:
         shorter = drop_oldest_turn(items)
@@ -54,7 +55,7 @@ async def _opened(upstream: Upstream, call: Call) -> EventStream:
     long inside a 200 stream (OpenAI does), and that must still count as a refusal we can retry."""
     stream = await upstream.open(call)
     batches = aiter(stream)  # one iterator for the look-ahead and the rest
-    ahead: list[list] = []
+    ahead: list[list[Any]] = []
     try:
         async for batch in batches:
             ahead.append(batch)
@@ -69,12 +70,12 @@ async def _opened(upstream: Upstream, call: Call) -> EventStream:
 class _Replayed:
     """The batches read ahead, then the rest of the stream."""
 
-    def __init__(self, ahead: list[list], batches: AsyncIterator[list], stream: EventStream):
+    def __init__(self, ahead: list[list[Any]], batches: AsyncIterator[list[Any]], stream: EventStream):
         self.ahead = ahead
         self.batches = batches
         self.stream = stream
 
-    async def __aiter__(self) -> AsyncIterator[list]:
+    async def __aiter__(self) -> AsyncIterator[list[Any]]:
         for batch in self.ahead:
             yield batch
         self.ahead = []
@@ -113,7 +114,7 @@ class Truncating:
                          self.label, len(items), len(shorter))
                 items = shorter
 
-    async def list_models(self) -> list[dict]:
+    async def list_models(self) -> list[dict[str, Any]]:
         return await self.upstream.list_models()
 
     async def close(self) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from starlette.types import ASGIApp, Receive, Scope, Send
+
 from ..errors import APIError
 from .errors import render
 
@@ -29,24 +31,25 @@ def owner_of(key: str) -> str:
 class KeyAuth:
     """ASGI middleware: puts the caller's owner id in `scope["state"]["owner"]`."""
 
-    def __init__(self, app, keys: list[str]):
+    def __init__(self, app: ASGIApp, keys: list[str]):
         self.app = app
         self.owners = {key.encode(): owner_of(key) for key in keys}
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or not scope["path"].startswith("/v1/"):
             return await self.app(scope, receive, send)
         owner = ""
         if self.owners:
-            owner = self._check(scope)
-            if isinstance(owner, APIError):
+            checked = self._check(scope)
+            if isinstance(checked, APIError):
                 if scope["type"] == "websocket":
                     return await send({"type": "websocket.close", "code": 1008})
-                return await render(owner)(scope, receive, send)
+                return await render(checked)(scope, receive, send)
+            owner = checked
         scope.setdefault("state", {})["owner"] = owner
         await self.app(scope, receive, send)
 
-    def _check(self, scope) -> str | APIError:
+    def _check(self, scope: Scope) -> str | APIError:
         header = next((v for k, v in scope["headers"] if k == b"authorization"), None)
         if not header or header[:7].lower() != b"bearer ":
             return MISSING

@@ -7,6 +7,7 @@ they finish (see respond.py and docs/conversations.md for the rule).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -15,7 +16,7 @@ from ..errors import APIError
 from ..ids import new_id
 from ..protocol.conversations import parse_create, parse_items, parse_update
 from ..state import with_ids
-from ..store.base import Page
+from ..store.base import Page, Store
 from .paging import page_body, page_params
 from .responses import owner, read_body
 from .stored import _include, _json
@@ -25,8 +26,8 @@ def not_found(conversation_id: str) -> APIError:
     return APIError(404, f"Conversation with id '{conversation_id}' not found.", code=None)
 
 
-def _store(request: Request):
-    store = request.app.state.store
+def _store(request: Request) -> Store:
+    store: Store | None = request.app.state.store
     if store is None:
         raise APIError(400, "This gateway keeps no state (it runs with --db none): conversations are "
                        "unavailable.", code="unsupported_parameter")
@@ -37,7 +38,7 @@ async def _body(request: Request) -> bytes:
     return await read_body(request, request.app.state.settings.max_body_bytes)
 
 
-async def _existing(request: Request) -> dict:
+async def _existing(request: Request) -> dict[str, Any]:
     cid = request.path_params["conversation_id"]
     found = await _store(request).get_conversation(cid, owner(request))
     if found is None:

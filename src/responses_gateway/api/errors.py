@@ -7,6 +7,8 @@ and holds the application's exception handlers.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import orjson
 from starlette.exceptions import HTTPException
@@ -18,7 +20,7 @@ from ..errors import SERVER_ERROR, APIError
 log = logging.getLogger("responses_gateway")
 
 
-def error_response(status: int, body: dict, headers: dict | None = None) -> Response:
+def error_response(status: int, body: dict[str, Any], headers: dict[str, Any] | None = None) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type="application/json", headers=headers)
 
 
@@ -42,4 +44,4 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
     return render(SERVER_ERROR)
 
 
-HANDLERS = {APIError: on_api_error, HTTPException: on_http_error, Exception: on_unexpected}
+HANDLERS: dict[Any, Callable[..., Awaitable[Response]]] = {APIError: on_api_error, HTTPException: on_http_error, Exception: on_unexpected}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.datastructures import QueryParams
 
 from ..errors import APIError, invalid
@@ -22,7 +24,7 @@ def page_params(q: QueryParams) -> tuple[int, str]:
     return limit, order
 
 
-def page_body(page: Page) -> dict:
+def page_body(page: Page) -> dict[str, Any]:
     data = page.items
     return {
         "object": "list",

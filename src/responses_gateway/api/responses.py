@@ -29,10 +29,11 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def owner(request: Request) -> str:
-    return request.scope.get("state", {}).get("owner", "")
+    who: str = request.scope.get("state", {}).get("owner", "")
+    return who
 
 
-async def create_response(request: Request) -> Response:
+async def create_response(request: Request) -> Response | EventStreamResponse:
     state = request.app.state
     req = parse_request(await read_body(request, state.settings.max_body_bytes))
     started = await start(state, req, owner(request))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
@@ -14,7 +16,7 @@ from .paging import page_body, page_params
 from .responses import owner
 
 
-def _json(obj) -> Response:
+def _json(obj: Any) -> Response:
     return Response(orjson.dumps(obj), media_type="application/json")
 
 
@@ -27,10 +29,10 @@ def _include(request: Request) -> list[str]:
     return values
 
 
-async def _get(request: Request) -> dict:
+async def _get(request: Request) -> dict[str, Any]:
     response_id = request.path_params["response_id"]
     store = request.app.state.store
-    found = await store.get(response_id, owner(request)) if store is not None else None
+    found: dict[str, Any] | None = await store.get(response_id, owner(request)) if store is not None else None
     if found is None:
         raise not_found(response_id)
     return found

@@ -10,7 +10,10 @@ cancelled, which closes the upstream request: nobody pays for tokens no one will
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from starlette.types import Receive, Scope, Send
 
 from ..sse import DONE, encode_all
 
@@ -24,11 +27,13 @@ HEADERS = [
 
 
 class EventStreamResponse:
-    def __init__(self, batches: AsyncIterator[list[dict]]):
+    def __init__(self, batches: AsyncGenerator[list[dict[str, Any]], None]):
         self.batches = batches
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("EventStreamResponse must run inside a task")
         gone = False
 
         async def watch() -> None:

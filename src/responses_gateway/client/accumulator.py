@@ -7,10 +7,12 @@ here, as `responses_gateway.client` describes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from ..sse import SSEDecoder
-from .events import ARG_FIELD, ARGS, LIFECYCLE, PART_EVENTS, TERMINAL, TEXT, Event
+from .events import ARG_FIELD, ARGS, LIFECYCLE, PART_EVENTS, TERMINAL, TEXT, Event, obj
 from .output import Item, Part
 from .reorder import Reorder
 
@@ -32,9 +34,9 @@ class Accumulator:
         self._reorder = Reorder(window)
         self._items: dict[int, Item] = {}
         self._ids: dict[str, Item] = {}
-        self._snapshot: dict | None = None
+        self._snapshot: dict[str, Any] | None = None
         self._terminal: Event | None = None
-        self.error: dict | None = None  # the `error` event's error, if one came
+        self.error: dict[str, Any] | None = None  # the `error` event's error, if one came
         self.unknown: list[Event] = []  # events not understood (unknown types, data that is not JSON)
         self.closed = False
 
@@ -49,7 +51,7 @@ class Accumulator:
             self._frame(name, data, out)
         return out
 
-    def feed_event(self, event: dict) -> list[Event]:
+    def feed_event(self, event: dict[str, Any]) -> list[Event]:
         """One already-decoded event object (e.g. from a WebSocket, or a whole Response as a terminal event)."""
         out: list[Event] = []
         self._push(event, out)
@@ -75,9 +77,9 @@ class Accumulator:
             response["status"] = "failed"
             response["error"] = {"code": code or ENDED_EARLY, "message": message}
             response["output"] = [self._items[i].value("incomplete") for i in sorted(self._items)]
-            ev = Event("response.failed", {"type": "response.failed", "response": response}, synthesized=True)
-            self._terminal = ev
-            out.append(ev)
+            failed = Event("response.failed", {"type": "response.failed", "response": response}, synthesized=True)
+            self._terminal = failed
+            out.append(failed)
         self.closed = True
         return out
 
@@ -92,7 +94,7 @@ class Accumulator:
         return self._terminal is not None and self._terminal.synthesized
 
     @property
-    def response(self) -> dict:
+    def response(self) -> dict[str, Any]:
         """The Response so far; once the stream ended, the final one (the terminal's `output` wins if non-empty)."""
         if self._terminal is not None:
             response = dict(self._terminal.data.get("response") or {})
@@ -107,12 +109,12 @@ class Accumulator:
         response["output"] = [self._items[i].value("in_progress") for i in sorted(self._items)]
         return response
 
-    def item(self, output_index: int) -> dict | None:
+    def item(self, output_index: int) -> dict[str, Any] | None:
         """What is known so far of one output item (its added/done payload, without the streamed text)."""
         item = self._items.get(output_index)
         return dict(item.payload) if item is not None else None
 
-    def _base(self) -> dict:
+    def _base(self) -> dict[str, Any]:
         response = dict(self._snapshot or {})
         response.setdefault("object", "response")
         return response
@@ -129,21 +131,21 @@ class Accumulator:
         except orjson.JSONDecodeError:
             obj = None
         if not isinstance(obj, dict):  # exposed with an empty type: it could be anything
-            ev = Event("", {"event": name, "data": data.decode(errors="replace")}, known=False)
-            self.unknown.append(ev)
-            out.append(ev)
+            unknown = Event("", {"event": name, "data": data.decode(errors="replace")}, known=False)
+            self.unknown.append(unknown)
+            out.append(unknown)
             return
         if not isinstance(obj.get("type"), str) and name:
             obj["type"] = name
         self._push(obj, out)
 
-    def _push(self, obj: dict, out: list[Event]) -> None:
+    def _push(self, obj: dict[str, Any], out: list[Event]) -> None:
         for ev in self._reorder.push(obj):
             self._apply(ev, out)
 
     # -- applying one event --------------------------------------------------------------------------------
 
-    def _apply(self, ev: dict, out: list[Event]) -> None:
+    def _apply(self, ev: dict[str, Any], out: list[Event]) -> None:
         if self._terminal is not None:
             return  # after the end: nothing changes the response any more
         kind = ev.get("type")
@@ -188,14 +190,15 @@ class Accumulator:
             else:
                 self._unknown(ev, out)
 
-    def _unknown(self, ev: dict, out: list[Event]) -> None:
+    def _unknown(self, ev: dict[str, Any], out: list[Event]) -> None:
         event = Event(str(ev.get("type") or ""), ev, known=False)
         self.unknown.append(event)
         out.append(event)
 
     # -- finding what an event is about ------------------------------------------------------------------
 
-    def _item(self, ev: dict, kind: str | None, payload: dict | None = None, *, positional: bool = False) -> Item:
+    def _item(self, ev: dict[str, Any], kind: str | None, payload: dict[str, Any] | None = None, *,
+              positional: bool = False) -> Item:
         """The item an event refers to, created if new: by `item_id`, else by `output_index`. An id never seen
         before at the index of an item of the same type is that item under another name — servers rename
         items (vLLM's `response.completed` lists every item under a new id), or send a wrong `item_id` —
@@ -224,12 +227,12 @@ class Accumulator:
             item.payload["type"] = kind
         return item
 
-    def _locate(self, ev: dict, item_type: str, where: str, kind: str | None) -> tuple[Item, int, Part]:
+    def _locate(self, ev: dict[str, Any], item_type: str, where: str, kind: str | None) -> tuple[Item, int, Part]:
         item = self._item(ev, item_type)
         index = item.part_index(where, ev)
         return item, index, item.part(where, index, kind)
 
-    def _live_part(self, ev: dict, item_type: str, where: str, kind: str | None, out: list[Event], *,
+    def _live_part(self, ev: dict[str, Any], item_type: str, where: str, kind: str | None, out: list[Event], *,
                    text: bool = False) -> tuple[Item, int, Part] | None:
         """The part an event is about, opened (its scaffold synthesized when the stream lacked it); None when
         the event comes too late to matter: after its part or item ended, or with `text` after its text ended
@@ -240,7 +243,7 @@ class Accumulator:
         item.open_part(where, index, part, out)
         return item, index, part
 
-    def _live_args(self, ev: dict, prefix: str, out: list[Event]) -> Item | None:
+    def _live_args(self, ev: dict[str, Any], prefix: str, out: list[Event]) -> Item | None:
         """The tool call an input event is about, opened; None after its input or the item ended."""
         item = self._item(ev, ARGS[prefix][0])
         if item.args_done or item.done:
@@ -253,8 +256,8 @@ class Accumulator:
 
     # -- items -------------------------------------------------------------------------------------------
 
-    def _item_added(self, ev: dict, out: list[Event]) -> None:
-        payload = ev.get("item") if isinstance(ev.get("item"), dict) else {}
+    def _item_added(self, ev: dict[str, Any], out: list[Event]) -> None:
+        payload = obj(ev.get("item"))
         item = self._item(ev, payload.get("type"), payload)
         for key, value in payload.items():
             if key not in item.payload or (item.payload[key] in (None, "") and value not in (None, "")):
@@ -264,9 +267,9 @@ class Accumulator:
         item.opened = True
         item.emit(ev, out)
 
-    def _item_done(self, ev: dict, out: list[Event], synthesized: bool = False) -> None:
+    def _item_done(self, ev: dict[str, Any], out: list[Event], synthesized: bool = False) -> None:
         """An `output_item.done`, or (`synthesized`) an item of the terminal event's `output`."""
-        payload = ev.get("item") if isinstance(ev.get("item"), dict) else {}
+        payload = obj(ev.get("item"))
         item = self._item(ev, payload.get("type"), payload, positional=synthesized)
         if item.done:
             return
@@ -280,20 +283,20 @@ class Accumulator:
                     item.args_final = value
             elif value is not None or key not in item.payload:
                 item.payload[key] = value
-        status = payload.get("status") if isinstance(payload.get("status"), str) else "completed"
-        item.close(status, out, None if synthesized else ev)
+        status = payload.get("status")
+        item.close(status if isinstance(status, str) else "completed", out, None if synthesized else ev)
 
     # -- parts -------------------------------------------------------------------------------------------
 
     @staticmethod
-    def _part_of(ev: dict, where: str) -> tuple[dict, str | None, str]:
+    def _part_of(ev: dict[str, Any], where: str) -> tuple[dict[str, Any], str | None, str]:
         """A part event's `part` payload, its type, and the type of item it belongs in."""
-        payload = ev.get("part") if isinstance(ev.get("part"), dict) else {}
+        payload = obj(ev.get("part"))
         kind = payload.get("type")
         item_type = "reasoning" if where == "summary" or kind in ("reasoning_text", "summary_text") else "message"
         return payload, kind, item_type
 
-    def _part_added(self, ev: dict, where: str, out: list[Event]) -> None:
+    def _part_added(self, ev: dict[str, Any], where: str, out: list[Event]) -> None:
         payload, kind, item_type = self._part_of(ev, where)
         item, index, part = self._locate(ev, item_type, where, kind)
         for key, value in payload.items():
@@ -303,7 +306,7 @@ class Accumulator:
             return  # announced late: its scaffold was synthesized already
         item.open_part(where, index, part, out, ev)
 
-    def _part_done(self, ev: dict, where: str, out: list[Event]) -> None:
+    def _part_done(self, ev: dict[str, Any], where: str, out: list[Event]) -> None:
         payload, kind, item_type = self._part_of(ev, where)
         if (found := self._live_part(ev, item_type, where, kind, out)) is None:
             return
@@ -313,11 +316,11 @@ class Accumulator:
 
     # -- text --------------------------------------------------------------------------------------------
 
-    def _live_text(self, ev: dict, prefix: str, out: list[Event]) -> tuple[Item, int, Part] | None:
+    def _live_text(self, ev: dict[str, Any], prefix: str, out: list[Event]) -> tuple[Item, int, Part] | None:
         item_type, where, kind, _ = TEXT[prefix]
         return self._live_part(ev, item_type, where, kind, out, text=True)
 
-    def _text_delta(self, ev: dict, prefix: str, out: list[Event]) -> None:
+    def _text_delta(self, ev: dict[str, Any], prefix: str, out: list[Event]) -> None:
         if (found := self._live_text(ev, prefix, out)) is None:
             return
         item, _, part = found
@@ -334,7 +337,7 @@ class Accumulator:
             part.logprobs.extend(logprobs)
         item.emit(ev, out)
 
-    def _text_done(self, ev: dict, prefix: str, out: list[Event]) -> None:
+    def _text_done(self, ev: dict[str, Any], prefix: str, out: list[Event]) -> None:
         if (found := self._live_text(ev, prefix, out)) is None:
             return
         item, index, part = found
@@ -349,7 +352,7 @@ class Accumulator:
         part.text_done = True
         item.emit({**ev, name: part.text}, out)
 
-    def _annotation(self, ev: dict, out: list[Event]) -> None:
+    def _annotation(self, ev: dict[str, Any], out: list[Event]) -> None:
         if (found := self._live_part(ev, "message", "content", "output_text", out)) is None:
             return
         item, _, part = found
@@ -359,7 +362,7 @@ class Accumulator:
 
     # -- tool input --------------------------------------------------------------------------------------
 
-    def _args_delta(self, ev: dict, prefix: str, out: list[Event]) -> None:
+    def _args_delta(self, ev: dict[str, Any], prefix: str, out: list[Event]) -> None:
         if (item := self._live_args(ev, prefix, out)) is None:
             return
         delta = ev.get("delta")
@@ -369,7 +372,7 @@ class Accumulator:
         item.args.append(delta)
         item.emit(ev, out)
 
-    def _args_done(self, ev: dict, prefix: str, out: list[Event]) -> None:
+    def _args_done(self, ev: dict[str, Any], prefix: str, out: list[Event]) -> None:
         if (item := self._live_args(ev, prefix, out)) is None:
             return
         name = ARGS[prefix][1]
@@ -384,8 +387,8 @@ class Accumulator:
 
     # -- the end -----------------------------------------------------------------------------------------
 
-    def _finish(self, ev: dict, out: list[Event]) -> None:
-        response = ev.get("response") if isinstance(ev.get("response"), dict) else {}
+    def _finish(self, ev: dict[str, Any], out: list[Event]) -> None:
+        response = obj(ev.get("response"))
         status = TERMINAL[ev["type"]]
         output = response.get("output")
         if isinstance(output, list):

@@ -41,6 +41,11 @@ PART_DONE = {"content": "response.content_part.done", "summary": "response.reaso
 STATUS_TYPES = ("message", "function_call", "custom_tool_call")
 
 
+def obj(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one: a malformed field reads as an absent one."""
+    return value if isinstance(value, dict) else {}
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One event of the stream. `data` is the event's JSON object; its fields read as attributes too.
@@ -50,7 +55,7 @@ class Event:
     """
 
     type: str
-    data: dict = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
     synthesized: bool = False
     known: bool = True
 

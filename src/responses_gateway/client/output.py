@@ -20,6 +20,7 @@ from .events import (
     STATUS_TYPES,
     TEXT_PREFIX,
     Event,
+    obj,
 )
 
 log = logging.getLogger("responses_gateway.client")
@@ -30,11 +31,11 @@ class Part:
 
     def __init__(self, kind: str | None):
         self.kind = kind
-        self.payload: dict = {}
+        self.payload: dict[str, Any] = {}
         self.chunks: list[str] = []
         self.final: str | None = None  # the text a .done event, item or terminal gave
-        self.logprobs: list = []
-        self.annotations: list = []
+        self.logprobs: list[Any] = []
+        self.annotations: list[Any] = []
         self.opened = False
         self.text_done = False
         self.done = False
@@ -54,7 +55,7 @@ class Part:
         """The part type, guessed from where it is when no event said."""
         return self.kind or ("summary_text" if where == "summary" else "output_text")
 
-    def merge(self, payload: dict) -> None:
+    def merge(self, payload: dict[str, Any]) -> None:
         """Take what a `.done` part or a finished item says about this part."""
         for key, value in payload.items():
             if key in ("text", "refusal"):
@@ -71,7 +72,7 @@ class Part:
         if self.kind is None and isinstance(payload.get("type"), str):
             self.kind = payload["type"]
 
-    def value(self) -> dict:
+    def value(self) -> dict[str, Any]:
         kind = self.kind or self.payload.get("type") or "output_text"
         out = dict(self.payload)
         out["type"] = kind
@@ -96,7 +97,7 @@ class Item:
     def __init__(self, index: int, kind: str | None):
         self.index = index
         self.id: str | None = None
-        self.payload: dict = {"type": kind} if kind else {}
+        self.payload: dict[str, Any] = {"type": kind} if kind else {}
         self.content: dict[int, Part] = {}
         self.summary: dict[int, Part] = {}
         self.args: list[str] = []
@@ -124,7 +125,7 @@ class Item:
                 return value
         return streamed
 
-    def value(self, status: str) -> dict:
+    def value(self, status: str) -> dict[str, Any]:
         """The item as it stands; `status` for an item that is still open."""
         out = dict(self.payload)
         kind = out.get("type")
@@ -158,7 +159,7 @@ class Item:
             part.kind = kind
         return part
 
-    def part_index(self, where: str, ev: dict) -> int:
+    def part_index(self, where: str, ev: dict[str, Any]) -> int:
         """Our index of the part an event is about. Parts are numbered densely in the order the stream first
         names them (vLLM opens a message's only part at content_index 1), and the event is corrected to it."""
         field = INDEX_FIELD[where]
@@ -171,14 +172,14 @@ class Item:
             ev[field] = local
         return local
 
-    def sync_parts(self, where: str, parts: list) -> None:
+    def sync_parts(self, where: str, parts: list[Any]) -> None:
         for i, payload in enumerate(parts):
             if isinstance(payload, dict):
                 self.part(where, i, payload.get("type")).merge(payload)
 
     # -- events ------------------------------------------------------------------------------------------
 
-    def emit(self, ev: dict, out: list[Event]) -> None:
+    def emit(self, ev: dict[str, Any], out: list[Event]) -> None:
         """Pass an upstream event on, with the output_index / item_id of this item, which it was correlated with."""
         if ev.get("output_index") != self.index or (self.id and "item_id" in ev and ev["item_id"] != self.id):
             ev = {**ev, "output_index": self.index}
@@ -205,7 +206,7 @@ class Item:
                                                         "output_index": self.index, "item": added},
                          synthesized=True))
 
-    def open_part(self, where: str, index: int, part: Part, out: list[Event], ev: dict | None = None) -> None:
+    def open_part(self, where: str, index: int, part: Part, out: list[Event], ev: dict[str, Any] | None = None) -> None:
         """Open the item and the part; `ev` is the upstream's own `.added` for it, else one is synthesized."""
         self.open(out)
         if part.opened:
@@ -239,7 +240,7 @@ class Item:
         rest = final[len(streamed):]
         part.chunks.append(rest)
         kind = part.kind_in(where)
-        data = {"type": f"{TEXT_PREFIX[kind]}.delta", "item_id": self.id, "output_index": self.index,
+        data: dict[str, Any] = {"type": f"{TEXT_PREFIX[kind]}.delta", "item_id": self.id, "output_index": self.index,
                 INDEX_FIELD[where]: index, "delta": rest}
         if kind == "output_text":
             data["logprobs"] = []
@@ -252,13 +253,13 @@ class Item:
         part.text_done = True
         kind = part.kind_in(where)
         name = "refusal" if kind == "refusal" else "text"
-        data = {"type": f"{TEXT_PREFIX[kind]}.done", "item_id": self.id, "output_index": self.index,
+        data: dict[str, Any] = {"type": f"{TEXT_PREFIX[kind]}.done", "item_id": self.id, "output_index": self.index,
                 INDEX_FIELD[where]: index, name: part.text}
         if kind == "output_text":
             data["logprobs"] = list(part.logprobs)
         out.append(Event(data["type"], data, synthesized=True))
 
-    def close_part(self, where: str, index: int, part: Part, out: list[Event], ev: dict | None = None) -> None:
+    def close_part(self, where: str, index: int, part: Part, out: list[Event], ev: dict[str, Any] | None = None) -> None:
         """Close the part's text, then the part; `ev` is the upstream's own `.done` for it, else one is synthesized."""
         if part.done:
             return
@@ -278,11 +279,11 @@ class Item:
         rest = final[len(streamed):]
         self.args.append(rest)
         kind = self.type or "function_call"
-        data = {"type": f"{ARGS_PREFIX[kind]}.delta", "item_id": self.id, "output_index": self.index,
+        data: dict[str, Any] = {"type": f"{ARGS_PREFIX[kind]}.delta", "item_id": self.id, "output_index": self.index,
                 "delta": rest}
         out.append(Event(data["type"], data, synthesized=True))
 
-    def close(self, status: str, out: list[Event], ev: dict | None = None) -> None:
+    def close(self, status: str, out: list[Event], ev: dict[str, Any] | None = None) -> None:
         """End the item: what is open inside it first, then its `output_item.done` (`ev`, the upstream's own,
         passed on with the item as built; synthesized without one). `status` is for an item without its own."""
         self.open(out)
@@ -296,7 +297,7 @@ class Item:
             self.remainder_args(out)
             self.args_done = True
             name = ARG_FIELD[kind]
-            data = {"type": f"{ARGS_PREFIX[kind]}.done", "item_id": self.id, "output_index": self.index,
+            data: dict[str, Any] = {"type": f"{ARGS_PREFIX[kind]}.done", "item_id": self.id, "output_index": self.index,
                     name: self.args_text}
             if kind == "function_call" and self.payload.get("name"):
                 data["name"] = self.payload["name"]
@@ -309,5 +310,5 @@ class Item:
                                                            "output_index": self.index, "item": value},
                              synthesized=True))
         else:
-            payload = ev.get("item") if isinstance(ev.get("item"), dict) else {}
+            payload = obj(ev.get("item"))
             self.emit({**ev, "item": value} if value != payload else ev, out)

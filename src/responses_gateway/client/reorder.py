@@ -18,12 +18,12 @@ class Reorder:
     def __init__(self, window: int):
         self.window = window
         self.next: int | None = None
-        self.held: dict[int, dict] = {}
+        self.held: dict[int, dict[str, Any]] = {}
         self.seen: dict[int, Any] = {}
         self.trusted = True
         self.duplicates = 0
 
-    def push(self, ev: dict) -> list[dict]:
+    def push(self, ev: dict[str, Any]) -> list[dict[str, Any]]:
         seq = ev.get("sequence_number")
         if not self.trusted or type(seq) is not int:
             return [*self.drain(), ev] if self.held and not self.trusted else [ev]
@@ -48,7 +48,7 @@ class Reorder:
         self.held[seq] = ev
         if ev.get("type") in TERMINAL:
             return self.drain()
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         while True:
             while self.next in self.held:
                 out.append(self.held.pop(self.next))
@@ -57,7 +57,7 @@ class Reorder:
                 return out
             self.next = min(self.held)  # stop waiting for a number that never came
 
-    def drain(self) -> list[dict]:
+    def drain(self) -> list[dict[str, Any]]:
         if not self.held:
             return []
         out = [self.held[k] for k in sorted(self.held)]

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from .accumulator import Accumulator
 from .events import Event
 
 
-def read_stream(source: bytes | str | Iterable | AsyncIterable, *, window: int = 256) -> ResponseStream:
+def read_stream(source: bytes | str | Iterable[bytes | str] | AsyncIterable[bytes | str], *,
+                window: int = 256) -> ResponseStream:
     """Read a Responses SSE stream: iterate (`for` or `async for`) for events, then read `.response`.
 
     `source`: the whole body (bytes or str), or an iterable / async iterable of chunks (bytes or str) split
@@ -29,7 +30,7 @@ class ResponseStream:
     # -- results -----------------------------------------------------------------------------------------
 
     @property
-    def response(self) -> dict:
+    def response(self) -> dict[str, Any]:
         """The accumulated Response: final once iteration ended, the state so far before that."""
         return self.accumulator.response
 
@@ -53,13 +54,13 @@ class ResponseStream:
     def ended_early(self) -> bool:
         return self.accumulator.ended_early
 
-    def collect(self) -> dict:
+    def collect(self) -> dict[str, Any]:
         """Read everything (synchronously) and return the final Response."""
         for _ in self:
             pass
         return self.response
 
-    async def acollect(self) -> dict:
+    async def acollect(self) -> dict[str, Any]:
         async for _ in self:
             pass
         return self.response
@@ -86,7 +87,7 @@ class ResponseStream:
             return
         yield from acc.close()
 
-    async def __aiter__(self):
+    async def __aiter__(self) -> AsyncIterator[Event]:
         source = self._chunks()
         acc = self.accumulator
         try:

@@ -10,6 +10,8 @@ that output: never an output without its call, never a call without its output.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import APIError
 from ..mcp.history import CLIENT_CALLS as CALLS
 from ..tokens import item_tokens
@@ -20,16 +22,16 @@ KEEP_TOKENS = 20_000  # estimated tokens of earlier messages kept verbatim besid
 SUMMARY_PREFIX = "Summary of the earlier conversation (written when the context was compacted):\n\n"
 
 
-def has_compaction(items: list[dict]) -> bool:
+def has_compaction(items: list[dict[str, Any]]) -> bool:
     return any(item["type"] in KINDS for item in items)
 
 
-def sealed(item: dict) -> str | None:
+def sealed(item: dict[str, Any]) -> str | None:
     """The sealed content of a compaction item (Codex's `context_compaction` marker may carry none)."""
     return item.get("encrypted_content") if item["type"] in ("compaction", "context_compaction") else None
 
 
-def misplaced_trigger(items: list[dict]) -> APIError | None:
+def misplaced_trigger(items: list[dict[str, Any]]) -> APIError | None:
     for i, item in enumerate(items):
         if item["type"] == "compaction_trigger":
             return APIError(400, "A 'compaction_trigger' item must be the last input item.", param=f"input[{i}]",
@@ -37,9 +39,9 @@ def misplaced_trigger(items: list[dict]) -> APIError | None:
     return None
 
 
-def kept_messages(items: list[dict], budget: int = KEEP_TOKENS) -> list[dict]:
+def kept_messages(items: list[dict[str, Any]], budget: int = KEEP_TOKENS) -> list[dict[str, Any]]:
     """The messages the model did not write, newest first within `budget` (the newest always), in order."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     left = budget
     for item in reversed(items):
         if item["type"] == "message" and item["role"] != "assistant":
@@ -52,18 +54,19 @@ def kept_messages(items: list[dict], budget: int = KEEP_TOKENS) -> list[dict]:
     return out
 
 
-def lower_compaction(items: list[dict], summaries: dict[str, str]) -> list[dict]:
+def lower_compaction(items: list[dict[str, Any]], summaries: dict[str, str]) -> list[dict[str, Any]]:
     """`summaries`: sealed content → summary text, for every compaction item in `items` (already opened)."""
     last = next((i for i in range(len(items) - 1, -1, -1) if sealed(items[i]) is not None), None)
-    if last is None:
+    content = sealed(items[last]) if last is not None else None
+    if last is None or content is None:
         return [item for item in items if item["type"] != "context_compaction"]
     before, after = items[:last], [item for item in items[last + 1:] if item["type"] != "context_compaction"]
     summary = {"type": "message", "role": "user",
-               "content": [{"type": "input_text", "text": SUMMARY_PREFIX + summaries[sealed(items[last])]}]}
+               "content": [{"type": "input_text", "text": SUMMARY_PREFIX + summaries[content]}]}
     called = {item["call_id"] for item in after if item["type"] in CALLS}
     waiting = {item["call_id"]: item for item in before
                if item["type"] in CALLS and item["call_id"] not in called}
-    tail: list[dict] = []
+    tail: list[dict[str, Any]] = []
     for item in after:
         if item["type"] in OUTPUTS and item["call_id"] in waiting:
             tail.append(waiting.pop(item["call_id"]))

@@ -16,8 +16,8 @@ item.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..composer import Composer
 from ..errors import APIError, UpstreamError
@@ -25,9 +25,12 @@ from ..mcp.history import lower_mcp
 from ..protocol.request import CreateResponse, compact_threshold
 from ..protocol.tools import found_tools, normalize_tools
 from ..tokens import estimate
-from ..upstreams.base import Call
+from ..upstreams.base import Call, EventStream, Upstream
 from .history import has_compaction, lower_compaction, misplaced_trigger, sealed
 from .keys import Keyring, keyring
+
+if TYPE_CHECKING:
+    from ..mcp.loop import MCPLoop
 
 log = logging.getLogger("responses_gateway.compaction")
 
@@ -56,12 +59,12 @@ class Plan:
         self.summaries = summaries  # sealed content → summary, for every compaction item in play
         self.summarize = summarize
 
-    def render(self, items: list[dict]) -> list[dict]:
+    def render(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Raw items → what upstreams see (compaction items and MCP items lowered)."""
         return lower_mcp(lower_compaction(items, self.summaries))
 
 
-async def plan_compaction(state: Any, req: CreateResponse, history: list[dict], owner: str, trigger: bool) -> Plan:
+async def plan_compaction(state: Any, req: CreateResponse, history: list[dict[str, Any]], owner: str, trigger: bool) -> Plan:
     """Raises APIError (400) before any event for a misplaced trigger or an item that does not open."""
     problem = misplaced_trigger(history)
     if problem is not None:
@@ -85,7 +88,7 @@ async def plan_compaction(state: Any, req: CreateResponse, history: list[dict], 
     return result
 
 
-def summary_call(call: Call, history: list[dict], plan_: Plan, hosted_policy: str) -> Call:
+def summary_call(call: Call, history: list[dict[str, Any]], plan_: Plan, hosted_policy: str) -> Call:
     """The step that writes the summary: the history so far, then the request to summarise it."""
     req = call.request.model_copy(update={
         "tool_choice": "none", "text": None, "include": None, "top_logprobs": None, "max_output_tokens": None,
@@ -100,8 +103,8 @@ class CompactionStep:
     """The pipeline's step protocol (as mcp/loop.MCPLoop): summary first, then — threshold use only — the
     answer, itself run by an MCP loop when the request has MCP tools."""
 
-    def __init__(self, plan_: Plan, call: Call, history: list[dict], upstream, *, answer: bool,
-                 hosted_policy: str, mcp_loop: Callable[[Call], Any] | None = None):
+    def __init__(self, plan_: Plan, call: Call, history: list[dict[str, Any]], upstream: Upstream, *, answer: bool,
+                 hosted_policy: str, mcp_loop: Callable[[Call], MCPLoop] | None = None):
         self.plan = plan_
         self.call = call  # the answer step's call
         self.history = history
@@ -109,23 +112,23 @@ class CompactionStep:
         self.answer = answer
         self.mcp_loop = mcp_loop
         self.summary_call = summary_call(call, history, plan_, hosted_policy)
-        self.inner = None  # the MCP loop running the answer
+        self.inner: MCPLoop | None = None  # the MCP loop running the answer
         self.summarised = False
         self.again = False
         self.incomplete: str | None = None
 
-    async def prelude(self, composer: Composer) -> AsyncIterator[list[dict]]:
+    async def prelude(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]:
         composer.capture()
         return
         yield
 
-    def open_next(self, composer: Composer):
+    def open_next(self, composer: Composer) -> Awaitable[EventStream]:
         if self.inner is not None:
             return self.inner.open_next(composer)
         composer.next_step()
         return self.upstream.open(self.call)
 
-    async def after_step(self, composer: Composer) -> AsyncIterator[list[dict]]:
+    async def after_step(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]:
         if self.summarised:
             self.again = False
             if self.inner is not None:
@@ -145,6 +148,8 @@ class CompactionStep:
         if reason == "length":
             log.warning("response %s: the summary reached the output token limit and may be cut short",
                         composer.response["id"])
+        if self.plan.ring is None:  # plan_compaction gives every summarising plan a keyring
+            raise RuntimeError("compaction planned without a keyring")
         content = self.plan.ring.seal(summary, self.plan.owner)
         self.plan.summaries[content] = summary
         yield composer.compaction(content)

@@ -81,7 +81,7 @@ def text_report(results: list[ScenarioResult], target: str) -> str:
 # --------------------------------------------------------------------------- JSON
 
 
-def _violation_json(v: Violation) -> dict:
+def _violation_json(v: Violation) -> dict[str, Any]:
     return {"rule": v.rule, "message": v.message, "position": v.position,
             "sequence_number": (v.event or {}).get("sequence_number"), "type": (v.event or {}).get("type"),
             "event": v.event}
@@ -124,7 +124,7 @@ pre.body{background:#f5f6f8;padding:8px;max-height:240px;overflow:auto;font-size
 """
 
 
-def _event_summary(ev: dict) -> str:
+def _event_summary(ev: dict[str, Any]) -> str:
     if "delta" in ev:
         return repr(ev["delta"]) if isinstance(ev["delta"], str) else _compact(ev["delta"], 80)
     item = ev.get("item")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -115,7 +115,7 @@ class Violation:
     message: str
     #: position of the offending event in the stream (None: the stream as a whole)
     position: int | None = None
-    event: dict | None = None
+    event: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         if self.event is None:
@@ -125,8 +125,8 @@ class Violation:
 
 @dataclass
 class StreamResult:
-    events: list[dict]
-    terminal: dict | None
+    events: list[dict[str, Any]]
+    terminal: dict[str, Any] | None
     violations: list[Violation] = field(default_factory=list)
 
     @property
@@ -134,9 +134,10 @@ class StreamResult:
         return not self.violations
 
     @property
-    def response(self) -> dict:
+    def response(self) -> dict[str, Any]:
         assert self.terminal is not None, "the stream has no terminal event"
-        return self.terminal["response"]
+        response: dict[str, Any] = self.terminal["response"]
+        return response
 
     @property
     def types(self) -> list[str]:
@@ -181,10 +182,10 @@ def parse_sse(raw: bytes | str) -> list[Frame]:
 @dataclass
 class _Item:
     index: int
-    added: dict
-    done: dict | None = None
+    added: dict[str, Any]
+    done: dict[str, Any] | None = None
     #: "content"/"summary" -> part index -> None while open, the part of its .done event once closed
-    parts: dict[str, dict[int, dict | None]] = field(default_factory=lambda: {"content": {}, "summary": {}})
+    parts: dict[str, dict[int, dict[str, Any] | None]] = field(default_factory=lambda: {"content": {}, "summary": {}})
 
 
 def _canon(value: Any) -> bytes:
@@ -203,15 +204,15 @@ class _Checker:
     following delta).
     """
 
-    def __init__(self, allow_unknown: bool, opening: list[dict], violations: list[Violation]):
+    def __init__(self, allow_unknown: bool, opening: list[dict[str, Any]], violations: list[Violation]):
         self.allow_unknown = allow_unknown
         self.opening = opening
         self.violations = violations
         self.items: dict[int, _Item] = {}
-        self.deltas: dict[tuple, list[str]] = {}  # (prefix, output_index, "content"|"summary"|None, index)
-        self.finished: set[tuple] = set()  # keys whose .done has been seen
-        self.terminal: dict | None = None
-        self.ev: dict = {}
+        self.deltas: dict[tuple[Any, ...], list[Any]] = {}  # (prefix, output_index, "content"|"summary"|None, index)
+        self.finished: set[tuple[Any, ...]] = set()  # keys whose .done has been seen
+        self.terminal: dict[str, Any] | None = None
+        self.ev: dict[str, Any] = {}
         self.position = 0
 
     def note(self, ok: bool, rule: str, message: str) -> bool:
@@ -219,7 +220,7 @@ class _Checker:
             self.violations.append(Violation(rule, message, self.position, self.ev))
         return ok
 
-    def fail(self, rule: str, message: str) -> None:
+    def fail(self, rule: str, message: str) -> NoReturn:
         self.note(False, rule, message)
         raise _Stop
 
@@ -227,12 +228,12 @@ class _Checker:
         if not ok:
             self.fail(rule, message)
 
-    def event(self, position: int, ev: dict, previous: dict | None) -> None:
+    def event(self, position: int, ev: dict[str, Any], previous: dict[str, Any] | None) -> None:
         self.ev, self.position = ev, position
         with contextlib.suppress(_Stop):
             self._event(ev, previous)
 
-    def _event(self, ev: dict, previous: dict | None) -> None:
+    def _event(self, ev: dict[str, Any], previous: dict[str, Any] | None) -> None:
         type_ = ev["type"]
         self.note(self.allow_unknown or type_ in KNOWN_EVENT_TYPES, "event.known-type", "unknown event type")
         if self.terminal is not None:
@@ -292,16 +293,17 @@ class _Checker:
 
     def item_added(self) -> None:
         index, item = self.ev.get("output_index"), self.ev.get("item")
-        self.check(isinstance(item, dict) and "type" in item, "item.index", "item without a type")
+        if not (isinstance(item, dict) and "type" in item):
+            self.fail("item.index", "item without a type")
         self.note(index == len(self.items), "item.index", f"output_index {index} announced, expected {len(self.items)}")
         if not isinstance(index, int) or index in self.items:
             self.fail("item.index", f"output_index {index!r} announced twice")
-        self.items[index] = _Item(index, item)  # type: ignore[arg-type]
-        prefix = ID_PREFIXES.get(item["type"])  # type: ignore[index]
-        item_id = item.get("id")  # type: ignore[union-attr]
+        self.items[index] = _Item(index, item)
+        prefix = ID_PREFIXES.get(item["type"])
+        item_id = item.get("id")
         if prefix and isinstance(item_id, str):
             self.note(item_id.startswith(prefix), "item.id-prefix",
-                      f"{item['type']} item with id {item_id!r}, expected the prefix {prefix}")  # type: ignore[index]
+                      f"{item['type']} item with id {item_id!r}, expected the prefix {prefix}")
 
     def item(self) -> _Item:
         ev = self.ev
@@ -362,7 +364,7 @@ class _Checker:
             self.finished.add(key)
             self.same_text(key, self.ev, "the .done event")
 
-    def same_text(self, key: tuple, holder: dict, what: str) -> None:
+    def same_text(self, key: tuple[Any, ...], holder: dict[str, Any], what: str) -> None:
         """The .done event, its part and its item must all carry exactly the concatenated deltas."""
         done_field = TEXT_STREAMS[key[0]][0]
         expected = "".join(map(str, self.deltas[key]))
@@ -397,7 +399,7 @@ class _Checker:
                 self.same_text(key, done, "the item")
 
 
-def _first_difference(output: Any, done_items: list) -> str:
+def _first_difference(output: Any, done_items: list[Any]) -> str:
     """Where the terminal output first departs from the streamed items, to make the message actionable."""
     if not isinstance(output, list):
         return f": output is {type(output).__name__}"
@@ -414,7 +416,7 @@ def _first_difference(output: Any, done_items: list) -> str:
     return ""
 
 
-def _opening(events: list[dict], violations: list[Violation]) -> list[dict]:
+def _opening(events: list[dict[str, Any]], violations: list[Violation]) -> list[dict[str, Any]]:
     """The events that open the stream: [response.queued,] response.created, response.in_progress."""
     types = [e["type"] for e in events]
     count = 3 if types[0] == "response.queued" else 2
@@ -435,7 +437,7 @@ def _opening(events: list[dict], violations: list[Violation]) -> list[dict]:
     return events[:count]
 
 
-def _decode(raw: bytes | str, require_done: bool, violations: list[Violation]) -> list[dict]:
+def _decode(raw: bytes | str, require_done: bool, violations: list[Violation]) -> list[dict[str, Any]]:
     """The JSON events of the body, with the framing rules checked."""
     if not _text(raw).endswith("\n\n"):
         violations.append(Violation(
@@ -451,7 +453,7 @@ def _decode(raw: bytes | str, require_done: bool, violations: list[Violation]) -
     elif require_done:
         violations.append(Violation("sse.done-marker", "stream does not end with `data: [DONE]`"))
 
-    events: list[dict] = []
+    events: list[dict[str, Any]] = []
     expected_seq = 0
     for frame in frames:
         where = f"#{len(events)} event: {frame.event}"
@@ -489,7 +491,7 @@ def inspect_stream(raw: bytes | str, *, require_done: bool = True, allow_unknown
                           violations=violations)
 
 
-def inspect_events(events: list[dict], *, allow_unknown: bool = False,
+def inspect_events(events: list[dict[str, Any]], *, allow_unknown: bool = False,
                    violations: list[Violation] | None = None) -> StreamResult:
     """The ordering rules alone, for events that came without SSE framing (a WebSocket's messages)."""
     violations = [] if violations is None else violations

@@ -53,13 +53,13 @@ class Exchange:
     label: str
     method: str
     path: str
-    request: dict | None = None
+    request: dict[str, Any] | None = None
     status: int | None = None
-    events: list[dict] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
     body: Any = None
     violations: list[Violation] = field(default_factory=list)
 
-    def add(self, rule: str, message: str, event: dict | None = None, position: int | None = None) -> None:
+    def add(self, rule: str, message: str, event: dict[str, Any] | None = None, position: int | None = None) -> None:
         self.violations.append(Violation(rule, message, position, event))
 
 
@@ -97,7 +97,7 @@ class Validator:
             ex.body = result.terminal.get("response")
             self.object_checked(ex, ex.body, result.terminal)
 
-    def object_checked(self, ex: Exchange, obj: Any, event: dict | None = None) -> None:
+    def object_checked(self, ex: Exchange, obj: Any, event: dict[str, Any] | None = None) -> None:
         problem = response_problem(obj)
         if problem:
             ex.add("object.response", problem, event)
@@ -112,7 +112,7 @@ class Validator:
             if error:
                 exchange.add("schema.event", error, event, position)
 
-    def response(self, exchange: Exchange, obj: dict, event: dict | None = None) -> None:
+    def response(self, exchange: Exchange, obj: dict[str, Any], event: dict[str, Any] | None = None) -> None:
         if self.spec is not None and (error := self._error(self.spec.validate_response, obj)):
             exchange.add("schema.response", error, event)
 
@@ -133,7 +133,7 @@ class Client:
         self.base_url = base_url.rstrip("/")
         self.validator = validator
 
-    async def create(self, label: str, body: dict) -> Exchange:
+    async def create(self, label: str, body: dict[str, Any]) -> Exchange:
         """POST /responses; a streamed answer is checked event by event, a JSON one as an object."""
         ex = Exchange(label, "POST", "/responses", request=body)
         try:
@@ -158,7 +158,7 @@ class Client:
             self.validator.object_checked(ex, ex.body)
         return ex
 
-    async def request(self, label: str, method: str, path: str, body: dict | None = None) -> Exchange:
+    async def request(self, label: str, method: str, path: str, body: dict[str, Any] | None = None) -> Exchange:
         """Any other call, answered with JSON; status and shape are left to the scenario."""
         ex = Exchange(label, method, path, request=body)
         try:
@@ -209,7 +209,7 @@ def error_problem(body: Any) -> str | None:
     return None
 
 
-def output_items(ex: Exchange, kind: str) -> list[dict]:
+def output_items(ex: Exchange, kind: str) -> list[dict[str, Any]]:
     body = ex.body if isinstance(ex.body, dict) else {}
     return [item for item in body.get("output") or [] if isinstance(item, dict) and item.get("type") == kind]
 
@@ -254,8 +254,8 @@ async def reasoning(client: Client, model: str, result: ScenarioResult) -> None:
         result.notes.append("no reasoning item in the answer (the model may not reason, or not show it)")
 
 
-async def forced_call(client: Client, model: str, result: ScenarioResult, tool: dict, prompt: str,
-                      kind: str) -> tuple[Exchange, list[dict]]:
+async def forced_call(client: Client, model: str, result: ScenarioResult, tool: dict[str, Any], prompt: str,
+                      kind: str) -> tuple[Exchange, list[dict[str, Any]]]:
     """Stream a request that must call ``tool``; the exchange and the ``kind`` items it produced."""
     body = {"model": model, "input": prompt, "tools": [tool], "tool_choice": "required", "stream": True}
     ex = await client.create(f"{tool['type']} tool, streamed", body)

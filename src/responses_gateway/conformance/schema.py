@@ -32,7 +32,7 @@ _NULLABLE_STR = {"type": ["string", "null"]}
 
 def _obj(
     required: dict[str, Any], optional: dict[str, Any] | None = None, unions: list[str] | None = None
-) -> dict:
+) -> dict[str, Any]:
     """An object schema in the document's own style: extra properties stay allowed.
 
     ``x-gateway-union`` names the document's unions (``ItemField``, ``Tool``...) the schema is added to.
@@ -43,11 +43,11 @@ def _obj(
     return schema
 
 
-def _type(value: str) -> dict:
+def _type(value: str) -> dict[str, Any]:
     return {"type": "string", "enum": [value]}
 
 
-def _item_event(type_: str, **fields: Any) -> dict:
+def _item_event(type_: str, **fields: Any) -> dict[str, Any]:
     return _obj(
         {"type": _type(type_), "sequence_number": _INT, "item_id": _STR, "output_index": _INT, **fields}
     )
@@ -326,20 +326,20 @@ class SpecValidator:
         """Every event type validate_event knows, OpenAI's renamed ones included."""
         return frozenset(self._spec(False)[1])
 
-    def validate_event(self, event: dict, *, upstream: bool = False) -> None:
+    def validate_event(self, event: dict[str, Any], *, upstream: bool = False) -> None:
         """Raise unless ``event`` matches the schema of its ``type``."""
         type_ = event.get("type") if isinstance(event, dict) else None
-        name = self._spec(upstream)[1].get(type_)
+        name = self._spec(upstream)[1].get(type_) if isinstance(type_, str) else None
         if name is None:
             raise ValidationError(f"no schema for event type {type_!r}")
         if type_ in RENAMED_EVENTS:
             event = {**event, "type": RENAMED_EVENTS[type_]}
         self._check(name, event, f"event #{event.get('sequence_number')} {type_}", upstream)
 
-    def validate_response(self, obj: dict, *, upstream: bool = False) -> None:
+    def validate_response(self, obj: dict[str, Any], *, upstream: bool = False) -> None:
         """Raise unless ``obj`` is a ResponseResource."""
         self._check("ResponseResource", obj, "response", upstream)
 
-    def validate_request(self, body: dict) -> None:
+    def validate_request(self, body: dict[str, Any]) -> None:
         """Raise unless ``body`` is a CreateResponseBody."""
         self._check("CreateResponseBody", body, "request", upstream=False)

@@ -7,17 +7,19 @@ approval request becomes a call answered "declined". Tool lists and pending appr
 
 from __future__ import annotations
 
+from typing import Any
+
 DECLINED = "The user declined to run this tool call."
 CLIENT_CALLS = ("function_call", "custom_tool_call", "tool_search_call")  # the calls the client runs itself
 
 
-def lower_mcp(items: list[dict]) -> list[dict]:
+def lower_mcp(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not any(item["type"].startswith("mcp_") for item in items):
         return items
     declined = {i["approval_request_id"] for i in items
                 if i["type"] == "mcp_approval_response" and not i["approve"]}
-    out: list[dict] = []
-    results: list[dict] = []  # outputs wait until the run of calls ends: one assistant turn, then results
+    out: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []  # outputs wait until the run of calls ends: one assistant turn, then results
     for item in items:
         kind = item["type"]
         if kind == "mcp_call":
@@ -38,7 +40,7 @@ def lower_mcp(items: list[dict]) -> list[dict]:
     return out + results
 
 
-def error_text(error) -> str:
+def error_text(error: Any) -> str:
     """An mcp_call error as words: a string (older shape), or OpenAI's error object."""
     if isinstance(error, dict):
         if error.get("message"):
@@ -50,7 +52,7 @@ def error_text(error) -> str:
     return str(error)
 
 
-def _pair(item: dict, output: str) -> tuple[dict, dict]:
+def _pair(item: dict[str, Any], output: str) -> tuple[dict[str, Any], dict[str, Any]]:
     call_id = item.get("id") or "mcp_call"
     return (
         {"type": "function_call", "call_id": call_id, "name": item["name"], "namespace": item["server_label"],

@@ -11,13 +11,14 @@ reason `max_messages`, as OpenAI names an agent loop cut short). Every event sti
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import orjson
 
-from ..composer import Composer
+from ..composer import Composer, _Item
 from ..protocol.mcp_tool import MCPServer
-from ..upstreams.base import Call
+from ..upstreams.base import Call, EventStream, Upstream
 from .errors import MCPError
 from .history import CLIENT_CALLS, lower_mcp
 from .session import MCPSession
@@ -27,8 +28,8 @@ log = logging.getLogger("responses_gateway.mcp")
 
 
 class MCPLoop:
-    def __init__(self, call: Call, history: list[dict], upstream, *, allow_hosts: list[str], timeout: float,
-                 max_rounds: int, render: Callable[[list[dict]], list[dict]] = lower_mcp):
+    def __init__(self, call: Call, history: list[dict[str, Any]], upstream: Upstream, *, allow_hosts: list[str], timeout: float,
+                 max_rounds: int, render: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = lower_mcp):
         self.call = call
         self.history = history  # the raw items (MCP items included); call.items is what upstreams see
         self.render = render  # raw items → what upstreams see (respond.start's choice)
@@ -48,7 +49,7 @@ class MCPLoop:
 
     # -- before the first step -------------------------------------------------------------------------
 
-    async def prelude(self, composer: Composer) -> AsyncIterator[list[dict]]:
+    async def prelude(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]:
         for server in self.servers.values():
             stored = _stored_list(self.history, server.label)
             if stored is not None:
@@ -67,7 +68,7 @@ class MCPLoop:
         async for events in self._approved(composer):
             yield events
 
-    async def _approved(self, composer: Composer) -> AsyncIterator[list[dict]]:
+    async def _approved(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]:
         requests = {i.get("id"): i for i in self.history if i["type"] == "mcp_approval_request"}
         done = {i.get("approval_request_id") for i in self.history if i["type"] == "mcp_call"}
         for answer in self.history:
@@ -83,7 +84,7 @@ class MCPLoop:
 
     # -- between steps ---------------------------------------------------------------------------------
 
-    def open_next(self, composer: Composer):
+    def open_next(self, composer: Composer) -> Awaitable[EventStream]:
         """Start the next upstream step with everything so far, this response's own items included."""
         self.call.items = self.render(self.history + composer.output)
         self.step_start = len(composer.output)
@@ -92,7 +93,7 @@ class MCPLoop:
         composer.next_step()
         return self.upstream.open(self.call)
 
-    async def after_step(self, composer: Composer) -> AsyncIterator[list[dict]]:
+    async def after_step(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]:
         self.again = False
         pending = composer.take_pending()
         if not pending:
@@ -119,7 +120,7 @@ class MCPLoop:
 
     # -- helpers ---------------------------------------------------------------------------------------
 
-    async def _run(self, composer: Composer, call) -> list[dict]:
+    async def _run(self, composer: Composer, call: _Item) -> list[dict[str, Any]]:
         item = call.item
         server = self.servers.get(item["server_label"])
         if self.max_calls is not None and self.calls_made >= self.max_calls:
@@ -159,7 +160,7 @@ class MCPLoop:
         return session
 
 
-def _stored_list(history: list[dict], label: str) -> list[dict] | None:
+def _stored_list(history: list[dict[str, Any]], label: str) -> list[dict[str, Any]] | None:
     for item in reversed(history):
         if item["type"] == "mcp_list_tools" and item.get("server_label") == label and not item.get("error"):
             return item.get("tools") or []

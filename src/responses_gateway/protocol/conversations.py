@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from ..errors import invalid
 from .items import normalize_item
 from .request import _Model, _to_api_error, check_metadata
+
+M = TypeVar("M", bound=_Model)
 
 MAX_ITEMS = 20  # per create or add call, as at OpenAI
 
@@ -26,14 +28,14 @@ class AddItems(_Model):
     items: list[dict[str, Any]]
 
 
-def _parse(model: type[_Model], raw: bytes) -> Any:
+def _parse(model: type[M], raw: bytes) -> M:
     try:
         return model.model_validate_json(raw or b"{}")
     except ValidationError as exc:
         raise _to_api_error(exc) from None
 
 
-def _items(items: list[dict[str, Any]] | None) -> list[dict]:
+def _items(items: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     if items is None:
         return []
     if len(items) > MAX_ITEMS:
@@ -42,7 +44,7 @@ def _items(items: list[dict[str, Any]] | None) -> list[dict]:
     return [normalize_item(item, f"items[{i}]") for i, item in enumerate(items)]
 
 
-def parse_create(raw: bytes) -> tuple[list[dict], dict[str, str]]:
+def parse_create(raw: bytes) -> tuple[list[dict[str, Any]], dict[str, str]]:
     body = _parse(CreateConversation, raw)
     check_metadata(body.metadata)
     return _items(body.items), body.metadata or {}
@@ -54,5 +56,5 @@ def parse_update(raw: bytes) -> dict[str, str]:
     return body.metadata
 
 
-def parse_items(raw: bytes) -> list[dict]:
+def parse_items(raw: bytes) -> list[dict[str, Any]]:
     return _items(_parse(AddItems, raw).items)

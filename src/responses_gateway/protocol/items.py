@@ -44,7 +44,7 @@ def _missing(param: str) -> APIError:
     return APIError(400, f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter")
 
 
-def _need_str(item: dict, key: str, where: str, *, allow_empty: bool = True) -> str:
+def _need_str(item: dict[str, Any], key: str, where: str, *, allow_empty: bool = True) -> str:
     value = item.get(key)
     if value is None:
         raise _missing(f"{where}.{key}")
@@ -61,7 +61,7 @@ _MCP_FIELDS = {
 }
 
 
-def normalize_input(value: str | list | None) -> list[dict]:
+def normalize_input(value: str | list[Any] | None) -> list[dict[str, Any]]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -69,7 +69,7 @@ def normalize_input(value: str | list | None) -> list[dict]:
     return [normalize_item(item, f"input[{i}]") for i, item in enumerate(value)]
 
 
-def normalize_item(item: Any, where: str) -> dict:
+def normalize_item(item: Any, where: str) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
     kind = item.get("type")
@@ -157,13 +157,13 @@ def normalize_item(item: Any, where: str) -> dict:
                    code="invalid_value")
 
 
-def _keep_id(src: dict, out: dict) -> dict:
+def _keep_id(src: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
     if isinstance(src.get("id"), str):
         out["id"] = src["id"]
     return out
 
 
-def _message(item: dict, where: str) -> dict:
+def _message(item: dict[str, Any], where: str) -> dict[str, Any]:
     role = item.get("role")
     if role is None:
         raise _missing(f"{where}.role")
@@ -184,7 +184,7 @@ def _message(item: dict, where: str) -> dict:
     return _keep_id(item, {"type": "message", "role": role, "content": parts})
 
 
-def _part(part: Any, where: str, allowed: tuple) -> dict:
+def _part(part: Any, where: str, allowed: tuple[Any, ...]) -> dict[str, Any]:
     if not isinstance(part, dict):
         raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
     kind = part.get("type")

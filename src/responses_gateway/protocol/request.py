@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from ..errors import APIError, invalid, unsupported
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+
+M = TypeVar("M", bound=_Model)
 
 
 class Reasoning(_Model):
@@ -146,7 +150,7 @@ def parse_compact(raw: bytes) -> CompactRequest:
     return _parse(CompactRequest, raw)
 
 
-def _parse(model, raw: bytes):
+def _parse(model: type[M], raw: bytes) -> M:
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:
@@ -185,7 +189,7 @@ def _check_semantics(req: CreateResponse) -> None:
                            code="missing_required_parameter")
 
 
-def _check_context_management(entry: dict, where: str) -> None:
+def _check_context_management(entry: dict[str, Any], where: str) -> None:
     if entry.get("type") != "compaction":
         raise invalid(f"Invalid value: '{entry.get('type')}'. Supported values are: 'compaction'.", f"{where}.type")
     for key in entry:
@@ -236,7 +240,7 @@ def _json_type(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def param_path(loc: tuple) -> str:
+def param_path(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
@@ -298,5 +302,5 @@ def _to_api_error(exc: ValidationError) -> APIError:
 _BRANCHES = {"str", "int", "float", "bool", "list[dict[str,any]]", "dict[str,any]", "function-after", "none"}
 
 
-def _same_param(error: dict, loc: tuple) -> bool:
+def _same_param(error: ErrorDetails, loc: tuple[Any, ...]) -> bool:
     return tuple(p for p in error["loc"] if not (isinstance(p, str) and (p.endswith("]") or p in _BRANCHES))) == loc

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from ..ids import new_id
-from .request import CreateResponse
+from .request import CreateResponse, TextFormat
 from .tools import ToolSet
 
 
-def skeleton(req: CreateResponse, tools: ToolSet) -> dict:
+def skeleton(req: CreateResponse, tools: ToolSet) -> dict[str, Any]:
     reasoning = req.reasoning
     text = req.text
     fmt = text.format if text and text.format else None
@@ -56,7 +57,7 @@ def skeleton(req: CreateResponse, tools: ToolSet) -> dict:
     }
 
 
-def _format(fmt) -> dict:
+def _format(fmt: TextFormat | None) -> dict[str, Any]:
     if fmt is None or fmt.type == "text":
         return {"type": "text"}
     if fmt.type == "json_object":

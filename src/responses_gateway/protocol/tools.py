@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,16 +41,16 @@ class Tool:
     name: str
     wire_name: str
     description: str | None = None
-    parameters: dict | None = None
+    parameters: dict[str, Any] | None = None
     strict: bool | None = None
-    format: dict | None = None  # custom tools: {"type": "text"} or {"type": "grammar", "syntax", "definition"}
+    format: dict[str, Any] | None = None  # custom tools: {"type": "text"} or {"type": "grammar", "syntax", "definition"}
     namespace: str | None = None
     deferred: bool = False
 
 
 @dataclass
 class ToolSet:
-    echo: list[dict] = field(default_factory=list)
+    echo: list[dict[str, Any]] = field(default_factory=list)
     offered: list[Tool] = field(default_factory=list)
     by_wire_name: dict[str, Tool] = field(default_factory=dict)
     mcp: list[MCPServer] = field(default_factory=list)  # declared MCP servers, run by the gateway
@@ -71,7 +72,7 @@ class ToolSet:
 
     # -- while the gateway runs MCP tools --------------------------------------------------------------
 
-    def offer_listed(self, server: MCPServer, listed: list[dict]) -> None:
+    def offer_listed(self, server: MCPServer, listed: list[dict[str, Any]]) -> None:
         """Offer the tools an MCP server listed (`mcp_list_tools` shape), named `<server_label>__<tool>`."""
         for spec in listed:
             name = spec["name"]
@@ -90,13 +91,13 @@ class ToolSet:
         self.mode, self.forced = "auto", None
 
 
-def found_tools(items: list[dict]) -> list[dict]:
+def found_tools(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tools a client's tool search returned (`tool_search_output` items), to be offered from now on."""
     return [tool for item in items if item["type"] == "tool_search_output" for tool in item["tools"]]
 
 
-def normalize_tools(tools: list[dict] | None, tool_choice: Any, *, hosted_policy: str = "drop",
-                    found: list[dict] = ()) -> ToolSet:
+def normalize_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, *, hosted_policy: str = "drop",
+                    found: Sequence[dict[str, Any]] = ()) -> ToolSet:
     """`found`: the tools carried by `tool_search_output` items of the input (a client's search results)."""
     out = ToolSet()
     for i, spec in enumerate(tools or ()):
@@ -110,7 +111,7 @@ def normalize_tools(tools: list[dict] | None, tool_choice: Any, *, hosted_policy
     return out
 
 
-def _add_spec(out: ToolSet, spec: dict, where: str, hosted_policy: str, *, echo: bool, found: bool = False) -> None:
+def _add_spec(out: ToolSet, spec: dict[str, Any], where: str, hosted_policy: str, *, echo: bool, found: bool = False) -> None:
     if not isinstance(spec, dict):
         raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
     kind = spec.get("type")
@@ -181,7 +182,7 @@ def _add_spec(out: ToolSet, spec: dict, where: str, hosted_policy: str, *, echo:
         raise invalid(f"Invalid value: '{kind}'. Unknown tool type.", f"{where}.type")
 
 
-def _function(spec: dict, where: str, namespace: str | None = None) -> Tool:
+def _function(spec: dict[str, Any], where: str, namespace: str | None = None) -> Tool:
     name = spec.get("name")
     if name is None:
         raise APIError(400, f"Missing required parameter: '{where}.name'.", param=f"{where}.name",
@@ -197,7 +198,7 @@ def _function(spec: dict, where: str, namespace: str | None = None) -> Tool:
                 namespace=namespace, deferred=bool(spec.get("defer_loading")))
 
 
-def _custom(spec: dict, where: str, namespace: str | None = None) -> Tool:
+def _custom(spec: dict[str, Any], where: str, namespace: str | None = None) -> Tool:
     name = spec.get("name")
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise invalid(f"Invalid '{where}.name': expected a name matching '^[a-zA-Z0-9_-]+$'.", f"{where}.name")
@@ -212,7 +213,7 @@ def _wire(name: str, namespace: str | None) -> str:
     return f"{namespace}__{name}" if namespace else name
 
 
-def _echo_function(spec: dict) -> dict:
+def _echo_function(spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "function",
         "name": spec["name"],
@@ -222,7 +223,7 @@ def _echo_function(spec: dict) -> dict:
     }
 
 
-def _find(out: ToolSet, kind: str, name: Any, namespace: Any = None) -> Tool | None:
+def _find(out: ToolSet, kind: Any, name: Any, namespace: Any = None) -> Tool | None:
     for tool in out.offered:
         if tool.kind == kind and tool.name == name and (namespace is None or tool.namespace == namespace):
             return tool

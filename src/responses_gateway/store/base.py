@@ -3,29 +3,37 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass
 class Page:
-    items: list[dict]
+    items: list[dict[str, Any]]
     has_more: bool
 
 
 class Store(Protocol):
-    async def save(self, response: dict, input_items: list[dict], owner: str) -> None:
+    label: str  # where the rows live, for logs (never a password)
+
+    async def open(self) -> None: ...
+
+    async def upgrade(self) -> int:
+        """Apply pending schema migrations; returns the schema version."""
+        ...
+
+    async def save(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str) -> None:
         """Persist a finished response and the input items it was given (ids already assigned)."""
         ...
 
-    async def get(self, response_id: str, owner: str) -> dict | None: ...
+    async def get(self, response_id: str, owner: str) -> dict[str, Any] | None: ...
 
     async def delete(self, response_id: str, owner: str) -> bool: ...
 
-    async def history(self, response_id: str, owner: str) -> list[dict] | None:
+    async def history(self, response_id: str, owner: str) -> list[dict[str, Any]] | None:
         """The chain's items, oldest first: each response's input then its output. None if not chainable."""
         ...
 
-    async def items_by_id(self, ids: list[str], owner: str) -> dict[str, dict]:
+    async def items_by_id(self, ids: list[str], owner: str) -> dict[str, dict[str, Any]]:
         """Stored items (input or output) by item id, for `item_reference` inputs."""
         ...
 
@@ -36,6 +44,28 @@ class Store(Protocol):
         """The value kept under `name`, after storing `new` if there was none: the first writer wins, so
         every replica sharing the store ends up with the same value. Never purged."""
         ...
+
+    async def create_conversation(self, conversation: dict[str, Any], items: list[dict[str, Any]],
+                                  owner: str) -> None: ...
+
+    async def get_conversation(self, conversation_id: str, owner: str) -> dict[str, Any] | None: ...
+
+    async def update_conversation(self, conversation_id: str, owner: str, metadata: dict[str, Any]) -> bool: ...
+
+    async def delete_conversation(self, conversation_id: str, owner: str) -> bool: ...
+
+    async def append_conversation(self, conversation_id: str, owner: str, items: list[dict[str, Any]]) -> None:
+        """Append after the conversation's last item; concurrent appends keep each one's items together."""
+        ...
+
+    async def conversation_history(self, conversation_id: str, owner: str) -> list[dict[str, Any]] | None: ...
+
+    async def conversation_items(self, conversation_id: str, owner: str, *, after: str | None, limit: int,
+                                 order: str) -> Page | None: ...
+
+    async def conversation_item(self, conversation_id: str, item_id: str, owner: str) -> dict[str, Any] | None: ...
+
+    async def delete_conversation_item(self, conversation_id: str, item_id: str, owner: str) -> bool: ...
 
     async def purge(self) -> int:
         """Delete expired rows; returns how many responses went."""

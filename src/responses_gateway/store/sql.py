@@ -15,8 +15,10 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlparse
 
 import orjson
@@ -24,6 +26,32 @@ import orjson
 from .base import Page
 
 log = logging.getLogger("responses_gateway.store")
+
+T = TypeVar("T")
+Row = Sequence[Any]
+Statements = list[tuple[str, list[Any]]]  # (SQL with `?` placeholders, the rows of arguments to run it with)
+
+
+class _Engine(Protocol):
+    """What SQLStore needs of a database: SQLite and PostgreSQL each provide it."""
+
+    label: str
+
+    async def connect(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def migrate(self, migrations: list[list[str]]) -> int: ...
+
+    async def write(self, statements: Statements, count_last: bool = False) -> int:
+        """One transaction; with `count_last`, the rows the last statement touched."""
+        ...
+
+    async def execute_count(self, sql: str, args: tuple[Any, ...]) -> int: ...
+
+    async def fetchone(self, sql: str, args: tuple[Any, ...]) -> Row | None: ...
+
+    async def fetchall(self, sql: str, args: tuple[Any, ...]) -> list[Row]: ...
 
 MIGRATIONS: list[list[str]] = [
     [  # 1: responses and their items
@@ -103,7 +131,7 @@ def open_store(url: str | None, retention_days: float = 30.0) -> SQLStore:
 
 
 class SQLStore:
-    def __init__(self, engine, retention_days: float):
+    def __init__(self, engine: _Engine, retention_days: float):
         self.engine = engine
         # whole seconds, rounded up: even a tiny retention keeps a response past the second it was made in
         self.retention = max(2, math.ceil(retention_days * 86400))
@@ -119,7 +147,7 @@ class SQLStore:
     async def close(self) -> None:
         await self.engine.close()
 
-    async def save(self, response: dict, input_items: list[dict], owner: str) -> None:
+    async def save(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str) -> None:
         created = int(response.get("created_at") or time.time())
         rid = response["id"]
         rows = [(rid, INPUT, i, item.get("id", ""), owner, orjson.dumps(item).decode())
@@ -134,12 +162,12 @@ class SQLStore:
             ("INSERT INTO items (response_id, part, position, id, owner, body) VALUES (?, ?, ?, ?, ?, ?)", rows),
         ])
 
-    async def _head(self, response_id: str, owner: str):
+    async def _head(self, response_id: str, owner: str) -> Row | None:
         return await self.engine.fetchone(
             "SELECT body FROM responses WHERE id = ? AND owner = ? AND deleted = 0 AND expires_at > ?",
             (response_id, owner, int(time.time())))
 
-    async def get(self, response_id: str, owner: str) -> dict | None:
+    async def get(self, response_id: str, owner: str) -> dict[str, Any] | None:
         row = await self._head(response_id, owner)
         return orjson.loads(row[0]) if row else None
 
@@ -148,14 +176,14 @@ class SQLStore:
             "UPDATE responses SET deleted = 1 WHERE id = ? AND owner = ? AND deleted = 0 AND expires_at > ?",
             (response_id, owner, int(time.time()))) > 0
 
-    async def history(self, response_id: str, owner: str) -> list[dict] | None:
+    async def history(self, response_id: str, owner: str) -> list[dict[str, Any]] | None:
         """One statement whatever the depth of the chain (a recursive query over previous_response_id)."""
         rows = await self.engine.fetchall(_CHAIN, (response_id, owner, int(time.time())))
         if not rows:
             return None
         return [orjson.loads(r[0]) for r in rows if r[0] is not None]
 
-    async def items_by_id(self, ids: list[str], owner: str) -> dict[str, dict]:
+    async def items_by_id(self, ids: list[str], owner: str) -> dict[str, dict[str, Any]]:
         if not ids:
             return {}
         marks = ", ".join("?" for _ in ids)
@@ -194,7 +222,7 @@ class SQLStore:
 
     # ------------------------------------------------------------------ conversations
 
-    async def create_conversation(self, conversation: dict, items: list[dict], owner: str) -> None:
+    async def create_conversation(self, conversation: dict[str, Any], items: list[dict[str, Any]], owner: str) -> None:
         cid = conversation["id"]
         await self.engine.write([
             ("INSERT INTO conversations (id, owner, created_at, metadata) VALUES (?, ?, ?, ?)",
@@ -203,7 +231,7 @@ class SQLStore:
              [(cid, i, item["id"], orjson.dumps(item).decode()) for i, item in enumerate(items)]),
         ])
 
-    async def get_conversation(self, conversation_id: str, owner: str) -> dict | None:
+    async def get_conversation(self, conversation_id: str, owner: str) -> dict[str, Any] | None:
         row = await self.engine.fetchone(
             "SELECT id, created_at, metadata FROM conversations WHERE id = ? AND owner = ?",
             (conversation_id, owner))
@@ -212,7 +240,7 @@ class SQLStore:
         return {"id": row[0], "object": "conversation", "created_at": int(row[1]),
                 "metadata": orjson.loads(row[2])}
 
-    async def update_conversation(self, conversation_id: str, owner: str, metadata: dict) -> bool:
+    async def update_conversation(self, conversation_id: str, owner: str, metadata: dict[str, Any]) -> bool:
         return await self.engine.execute_count(
             "UPDATE conversations SET metadata = ? WHERE id = ? AND owner = ?",
             (orjson.dumps(metadata).decode(), conversation_id, owner)) > 0
@@ -224,7 +252,7 @@ class SQLStore:
             ("DELETE FROM conversations WHERE id = ? AND owner = ?", [(conversation_id, owner)]),
         ], count_last=True) > 0
 
-    async def append_conversation(self, conversation_id: str, owner: str, items: list[dict]) -> None:
+    async def append_conversation(self, conversation_id: str, owner: str, items: list[dict[str, Any]]) -> None:
         """Append after the conversation's last item, all in one transaction. The first statement takes the
         conversation's row lock (PostgreSQL; SQLite has one writer), so concurrent appends queue up and each
         one's items stay together, in the order the appends commit."""
@@ -240,7 +268,7 @@ class SQLStore:
               for item in items]),
         ])
 
-    async def conversation_history(self, conversation_id: str, owner: str) -> list[dict] | None:
+    async def conversation_history(self, conversation_id: str, owner: str) -> list[dict[str, Any]] | None:
         if await self.get_conversation(conversation_id, owner) is None:
             return None
         rows = await self.engine.fetchall(
@@ -265,7 +293,7 @@ class SQLStore:
             f"{'ASC' if order == 'asc' else 'DESC'} LIMIT ?", (*args, limit + 1))
         return Page([orjson.loads(r[0]) for r in rows[:limit]], len(rows) > limit)
 
-    async def conversation_item(self, conversation_id: str, item_id: str, owner: str) -> dict | None:
+    async def conversation_item(self, conversation_id: str, item_id: str, owner: str) -> dict[str, Any] | None:
         row = await self.engine.fetchone(
             "SELECT i.body FROM conversation_items i JOIN conversations c ON c.id = i.conversation_id "
             "WHERE i.conversation_id = ? AND i.id = ? AND c.owner = ?", (conversation_id, item_id, owner))
@@ -282,7 +310,10 @@ class SQLStore:
         await self.engine.write([("INSERT INTO rg_secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
                                   [(name, new)])])
         row = await self.engine.fetchone("SELECT value FROM rg_secrets WHERE name = ?", (name,))
-        return row[0]
+        if row is None:  # the insert above made sure there is one
+            raise RuntimeError(f"secret {name!r} missing after it was stored")
+        value: str = row[0]
+        return value
 
     async def purge(self) -> int:
         now = int(time.time())
@@ -309,7 +340,7 @@ class _SQLite:
         self.reader = ThreadPoolExecutor(1, thread_name_prefix="rg-sqlite-read")
         self.wconn: sqlite3.Connection | None = None
         self.rconn: sqlite3.Connection | None = None
-        self.queue: list[tuple[list[tuple[str, list]], asyncio.Future]] = []  # writes awaiting the writer
+        self.queue: list[tuple[Statements, asyncio.Future[int]]] = []  # writes awaiting the writer
         self.lock = threading.Lock()  # the queue is filled on the loop and taken on the writer thread
 
     def _open(self) -> sqlite3.Connection:
@@ -319,8 +350,18 @@ class _SQLite:
         conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 
-    async def _on(self, pool: ThreadPoolExecutor, fn, *args):
+    async def _on(self, pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+
+    def _writer(self) -> sqlite3.Connection:
+        if self.wconn is None:
+            raise RuntimeError("the store is not open")
+        return self.wconn
+
+    def _reader(self) -> sqlite3.Connection:
+        if self.rconn is None:
+            raise RuntimeError("the store is not open")
+        return self.rconn
 
     async def connect(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -338,8 +379,8 @@ class _SQLite:
         """On the writer thread: every queued write in one transaction, a savepoint each."""
         with self.lock:
             group, self.queue = self.queue, []
-        conn = self.wconn
-        results: list = []
+        conn = self._writer()
+        results: list[int | Exception] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -365,7 +406,7 @@ class _SQLite:
         loop.call_soon_threadsafe(_settle, [fut for _, fut in group], results)
 
     def _migrate(self, migrations: list[list[str]]) -> int:
-        conn = self.wconn
+        conn = self._writer()
         conn.execute("BEGIN IMMEDIATE")  # one migrator at a time, across processes too
         try:
             conn.execute("CREATE TABLE IF NOT EXISTS rg_schema (version INTEGER NOT NULL)")
@@ -384,10 +425,10 @@ class _SQLite:
     async def migrate(self, migrations: list[list[str]]) -> int:
         return await self._on(self.writer, self._migrate, migrations)
 
-    async def write(self, statements: list[tuple[str, list]], count_last: bool = False) -> int:
+    async def write(self, statements: Statements, count_last: bool = False) -> int:
         """One transaction's statements; returns the row count of the last one that had rows."""
         loop = asyncio.get_running_loop()
-        done = loop.create_future()
+        done: asyncio.Future[int] = loop.create_future()
         with self.lock:
             self.queue.append((statements, done))
             first = len(self.queue) == 1
@@ -395,17 +436,18 @@ class _SQLite:
             self.writer.submit(self._commit_group, loop)
         return await done
 
-    async def execute_count(self, sql: str, args: tuple) -> int:
-        return await self._on(self.writer, lambda: self.wconn.execute(sql, args).rowcount)
+    async def execute_count(self, sql: str, args: tuple[Any, ...]) -> int:
+        return await self._on(self.writer, lambda: self._writer().execute(sql, args).rowcount)
 
-    async def fetchone(self, sql: str, args: tuple):
-        return await self._on(self.reader, lambda: self.rconn.execute(sql, args).fetchone())
+    async def fetchone(self, sql: str, args: tuple[Any, ...]) -> Row | None:
+        row: Row | None = await self._on(self.reader, lambda: self._reader().execute(sql, args).fetchone())
+        return row
 
-    async def fetchall(self, sql: str, args: tuple):
-        return await self._on(self.reader, lambda: self.rconn.execute(sql, args).fetchall())
+    async def fetchall(self, sql: str, args: tuple[Any, ...]) -> list[Row]:
+        return await self._on(self.reader, lambda: self._reader().execute(sql, args).fetchall())
 
 
-def _settle(futures: list[asyncio.Future], results: list) -> None:
+def _settle(futures: list[asyncio.Future[int]], results: list[int | Exception]) -> None:
     for fut, result in zip(futures, results, strict=True):
         if fut.cancelled():
             continue
@@ -426,7 +468,7 @@ class _Postgres:
         self.url = url
         parsed = urlparse(url)
         self.label = f"postgresql://{parsed.hostname or ''}:{parsed.port or 5432}{parsed.path}"  # no password
-        self.pool = None
+        self.pool: Any = None  # an asyncpg.Pool (asyncpg publishes no types)
 
     async def connect(self) -> None:
         import asyncpg
@@ -450,7 +492,7 @@ class _Postgres:
                     await conn.execute("INSERT INTO rg_schema (version) VALUES ($1)", version)
         return len(migrations)
 
-    async def write(self, statements: list[tuple[str, list]], count_last: bool = False) -> int:
+    async def write(self, statements: Statements, count_last: bool = False) -> int:
         count = 0
         async with self.pool.acquire() as conn, conn.transaction():
             for sql, rows in statements:
@@ -463,15 +505,17 @@ class _Postgres:
                     await conn.executemany(_pg(sql), rows)
         return count
 
-    async def execute_count(self, sql: str, args: tuple) -> int:
+    async def execute_count(self, sql: str, args: tuple[Any, ...]) -> int:
         async with self.pool.acquire() as conn:
             status = await conn.execute(_pg(sql), *args)
         return int(status.rsplit(" ", 1)[-1])
 
-    async def fetchone(self, sql: str, args: tuple):
+    async def fetchone(self, sql: str, args: tuple[Any, ...]) -> Row | None:
         async with self.pool.acquire() as conn:
-            return await conn.fetchrow(_pg(sql), *args)
+            row: Row | None = await conn.fetchrow(_pg(sql), *args)
+        return row
 
-    async def fetchall(self, sql: str, args: tuple):
+    async def fetchall(self, sql: str, args: tuple[Any, ...]) -> list[Row]:
         async with self.pool.acquire() as conn:
-            return await conn.fetch(_pg(sql), *args)
+            rows: list[Row] = await conn.fetch(_pg(sql), *args)
+        return rows

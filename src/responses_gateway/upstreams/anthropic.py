@@ -14,7 +14,9 @@ blocks and redacted thinking are encoded is described there).
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncGenerator
 from datetime import datetime
+from typing import Any
 
 import orjson
 
@@ -22,7 +24,7 @@ from .. import generation as g
 from ..errors import UpstreamError, upstream_status_error
 from ..ids import new_id
 from .anthropic_messages import REDACTED, build_body, continued
-from .base import Call, Route
+from .base import Batch, Call, Route
 from .custom_input import CustomInputDecoder
 from .http import BodyStream, HTTPUpstream
 
@@ -48,9 +50,9 @@ class AnthropicUpstream(HTTPUpstream):
         if route.api_key:
             self.headers["x-api-key"] = route.api_key
 
-    async def list_models(self) -> list[dict]:
+    async def list_models(self) -> list[dict[str, Any]]:
         """Anthropic's model list (every page), in OpenAI's model shape."""
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         params = {"limit": "1000"}
         for _ in range(50):
             page = await self.get_json(f"{self.api}/models", upstream_http_error, params)
@@ -75,7 +77,7 @@ class AnthropicUpstream(HTTPUpstream):
         return count if isinstance(count, int) else None
 
 
-def _model(m: dict) -> dict:
+def _model(m: dict[str, Any]) -> dict[str, Any]:
     created = 0
     stamp = m.get("created_at")
     if isinstance(stamp, str):
@@ -108,7 +110,7 @@ def _error_fields(raw: bytes) -> tuple[str | None, str]:
 
 
 class MessagesStream(BodyStream):
-    async def _events(self):
+    async def _events(self) -> AsyncGenerator[Batch, None]:
         parser = EventParser(self.call)
         if self.resp.content_type == "application/json":  # a server that ignored `stream: true`
             yield message_events(_loads(await self.read_whole()), parser)
@@ -119,7 +121,7 @@ class MessagesStream(BodyStream):
             raise UpstreamError("The upstream model server ended the stream before message_stop.")
 
 
-def _loads(data) -> dict:
+def _loads(data: bytes) -> dict[str, Any]:
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -148,7 +150,7 @@ class EventParser:
 
     def __init__(self, call: Call):
         self.tools = call.tools.by_wire_name
-        self.blocks: dict = {}  # content block index -> _Block
+        self.blocks: dict[Any, _Block] = {}  # content block index (as the upstream sent it) -> _Block
         # Thinking blocks with no text or tool call between them end up in one reasoning item: `run` is
         # whether one is open, `run_chars` the length of its text so far (see anthropic_messages.py).
         self.run = False
@@ -162,8 +164,8 @@ class EventParser:
         self.stopped = False
         self.error: UpstreamError | None = None  # raised once the events before it are delivered
 
-    def frames(self, frames: list) -> list:
-        batch: list = []
+    def frames(self, frames: list[Any]) -> list[Any]:
+        batch: list[Any] = []
         if self.stopped:
             return batch  # nothing after message_stop counts
         try:
@@ -177,16 +179,17 @@ class EventParser:
             self.error = exc
         return batch
 
-    def event(self, obj: dict, name: str | None, batch: list) -> None:
+    def event(self, obj: dict[str, Any], name: str | None, batch: list[Any]) -> None:
         kind = obj.get("type") or name
         if kind == "content_block_delta":
             self._delta(obj, batch)
         elif kind == "content_block_start":
             self._start(obj, batch)
         elif kind == "content_block_stop":
-            block = self.blocks.pop(obj.get("index"), None)
+            index: Any = obj.get("index")
+            block = self.blocks.pop(index, None)
             if block is not None and block.kind == "tool_use":
-                self._end_tool(obj.get("index"), block, batch)
+                self._end_tool(index, block, batch)
         elif kind == "message_start":
             self._usage((obj.get("message") or {}).get("usage"))
         elif kind == "message_delta":
@@ -213,7 +216,8 @@ class EventParser:
                                   code=code if isinstance(code, str) and code else "upstream_error")
         # ping, and event types added later, carry nothing for us
 
-    def _delta(self, obj: dict, batch: list) -> None:
+    def _delta(self, obj: dict[str, Any], batch: list[Any]) -> None:
+        index: Any = obj.get("index")
         delta = obj.get("delta") or {}
         kind = delta.get("type")
         if kind == "text_delta":
@@ -222,7 +226,7 @@ class EventParser:
                 self.run = False
                 batch.append(g.TextDelta(text))
         elif kind == "input_json_delta":
-            block = self.blocks.get(obj.get("index"))
+            block = self.blocks.get(index)
             text = delta.get("partial_json")
             if block is None or block.kind != "tool_use" or not text:
                 return
@@ -231,7 +235,7 @@ class EventParser:
                 text = block.decoder.feed(text)
                 if not text:
                     return
-            batch.append(g.ToolCallDelta(obj.get("index"), text))
+            batch.append(g.ToolCallDelta(index, text))
         elif kind == "thinking_delta":
             text = delta.get("thinking")
             if text:
@@ -239,13 +243,13 @@ class EventParser:
                 batch.append(g.ReasoningDelta(text))
         elif kind == "signature_delta":
             signature = delta.get("signature")
-            block = self.blocks.get(obj.get("index"))
+            block = self.blocks.get(index)
             if signature and block is not None:
                 self._sign(block, signature, batch)
         # citations_delta and others: nothing the Responses stream carries
 
-    def _start(self, obj: dict, batch: list) -> None:
-        index = obj.get("index")
+    def _start(self, obj: dict[str, Any], batch: list[Any]) -> None:
+        index: Any = obj.get("index")
         content = obj.get("content_block") or {}
         kind = content.get("type")
         if kind == "text":
@@ -282,13 +286,13 @@ class EventParser:
         else:
             log.debug("content block %r ignored", kind)  # server tools and the like: never offered
 
-    def _sign(self, block: _Block, signature: str, batch: list) -> None:
+    def _sign(self, block: _Block, signature: str, batch: list[Any]) -> None:
         if not block.signed:
             block.signed = True
             signature = block.prefix + signature
         batch.append(g.ReasoningDelta("", signature=signature))
 
-    def _end_tool(self, index, block: _Block, batch: list) -> None:
+    def _end_tool(self, index: Any, block: _Block, batch: list[Any]) -> None:
         decoder = block.decoder
         if not block.streamed:
             # the whole input came with content_block_start (or there is none: an empty object)
@@ -305,14 +309,14 @@ class EventParser:
             if rest:
                 batch.append(g.ToolCallDelta(index, rest))
 
-    def _end_tools(self, batch: list) -> None:
+    def _end_tools(self, batch: list[Any]) -> None:
         """Blocks the upstream never stopped: finish their input before the step ends."""
         for index, block in list(self.blocks.items()):
             if block.kind == "tool_use":
                 self._end_tool(index, block, batch)
         self.blocks = {}
 
-    def _usage(self, usage) -> None:
+    def _usage(self, usage: Any) -> None:
         """message_start's usage, then message_delta's cumulative counts (each field when present)."""
         if not isinstance(usage, dict):
             return
@@ -325,11 +329,11 @@ class EventParser:
                 setattr(self, attr, value)
 
 
-def message_events(obj: dict, parser: EventParser) -> list:
+def message_events(obj: dict[str, Any], parser: EventParser) -> list[Any]:
     """A whole (non-streamed) Message as one batch of generation events, through the stream parser."""
     if obj.get("type") == "error":
         parser.event(obj, "error", [])
-    batch: list = []
+    batch: list[Any] = []
     parser.event({"type": "message_start", "message": {"usage": obj.get("usage")}}, None, batch)
     for index, block in enumerate(obj.get("content") or ()):
         if not isinstance(block, dict):

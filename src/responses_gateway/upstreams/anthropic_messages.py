@@ -31,6 +31,7 @@ signature string it seals is:
 from __future__ import annotations
 
 import base64
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 import orjson
@@ -58,13 +59,13 @@ EMPTY_SCHEMA = {"type": "object", "properties": {}}
 # -- the request body ---------------------------------------------------------------------------------------
 
 
-def build_body(call: Call, route: Route) -> dict:
+def build_body(call: Call, route: Route) -> dict[str, Any]:
     """The Messages request for one generation step. Raises UpstreamError (400) for what Anthropic lacks."""
     req = call.request
     _refuse_unsupported(call)
     system, messages = to_messages(call.instructions, call.items)
     max_tokens, budget = _token_limits(call, route)
-    body: dict = {"model": call.model, "max_tokens": max_tokens, "messages": messages, "stream": True}
+    body: dict[str, Any] = {"model": call.model, "max_tokens": max_tokens, "messages": messages, "stream": True}
     if system:
         body["system"] = system
     tools = call.tools
@@ -126,7 +127,7 @@ def _unsupported(param: str, what: str) -> UpstreamError:
 # -- tools --------------------------------------------------------------------------------------------------
 
 
-def tool_spec(tool: Tool) -> dict:
+def tool_spec(tool: Tool) -> dict[str, Any]:
     if tool.kind == "tool_search":
         return {"name": "tool_search", "description": tool.description or "Search for more tools to use.",
                 "input_schema": tool.parameters or TOOL_SEARCH_SCHEMA}
@@ -137,16 +138,16 @@ def tool_spec(tool: Tool) -> dict:
             note += f" The input must follow this {fmt.get('syntax', '')} grammar:\n{fmt.get('definition', '')}"
         return {"name": tool.wire_name, "description": f"{tool.description or ''}\n\n{note}".strip(),
                 "input_schema": CUSTOM_INPUT_SCHEMA}
-    spec: dict = {"name": tool.wire_name}
+    spec: dict[str, Any] = {"name": tool.wire_name}
     if tool.description:
         spec["description"] = tool.description
     spec["input_schema"] = tool.parameters if tool.parameters is not None else EMPTY_SCHEMA
     return spec
 
 
-def tool_choice(tools: ToolSet, parallel_tool_calls: bool | None) -> dict:
+def tool_choice(tools: ToolSet, parallel_tool_calls: bool | None) -> dict[str, Any]:
     if tools.forced is not None:
-        choice: dict = {"type": "tool", "name": tools.forced.wire_name}
+        choice: dict[str, Any] = {"type": "tool", "name": tools.forced.wire_name}
     elif tools.mode == "required":
         choice = {"type": "any"}
     elif tools.mode == "none":
@@ -158,11 +159,11 @@ def tool_choice(tools: ToolSet, parallel_tool_calls: bool | None) -> dict:
     return choice
 
 
-def _uses_tools(messages: list[dict]) -> bool:
+def _uses_tools(messages: list[dict[str, Any]]) -> bool:
     return any(b["type"] in ("tool_use", "tool_result") for m in messages for b in m["content"])
 
 
-def _history_tool_names(messages: list[dict]) -> list[str]:
+def _history_tool_names(messages: list[dict[str, Any]]) -> list[str]:
     names = dict.fromkeys(b["name"] for m in messages for b in m["content"] if b["type"] == "tool_use")
     return list(names) or ["tool"]
 
@@ -170,7 +171,7 @@ def _history_tool_names(messages: list[dict]) -> list[str]:
 # -- messages -----------------------------------------------------------------------------------------------
 
 
-def to_messages(instructions: str | None, items: list[dict]) -> tuple[str, list[dict]]:
+def to_messages(instructions: str | None, items: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
     """(system text, alternating messages) for the history."""
     system: list[str] = [instructions] if instructions else []
     b = _Builder()
@@ -218,9 +219,9 @@ FOREIGN_SIGNATURES = ("rsp.",)
 
 class _Builder:
     def __init__(self) -> None:
-        self.messages: list[dict] = []
+        self.messages: list[dict[str, Any]] = []
 
-    def add(self, role: str, blocks: list) -> None:
+    def add(self, role: str, blocks: list[Any]) -> None:
         blocks = [blk for blk in blocks if blk is not None]
         if not blocks:
             return
@@ -229,7 +230,7 @@ class _Builder:
         else:
             self.messages.append({"role": role, "content": blocks})
 
-    def finish(self) -> list[dict]:
+    def finish(self) -> list[dict[str, Any]]:
         for msg in self.messages:
             if msg["role"] == "user":
                 # tool_result blocks must open the user message that answers the tool calls
@@ -247,21 +248,21 @@ class _Builder:
         return self.messages
 
 
-def _text(parts: list[dict]) -> str:
+def _text(parts: list[dict[str, Any]]) -> str:
     return "".join(p.get("text") or p.get("refusal") or "" for p in parts if p["type"] != "input_image")
 
 
-def _text_block(text: str) -> dict | None:
+def _text_block(text: str) -> dict[str, Any] | None:
     return {"type": "text", "text": text} if text else None  # Anthropic rejects empty text blocks
 
 
-def _user_block(part: dict) -> dict | None:
+def _user_block(part: dict[str, Any]) -> dict[str, Any] | None:
     if part["type"] == "input_image":
         return image_block(part["image_url"])
     return _text_block(part.get("text") or "")
 
 
-def image_block(url: str) -> dict:
+def image_block(url: str) -> dict[str, Any]:
     """A data URL becomes a base64 source; anything else is fetched by Anthropic from its URL."""
     if url.startswith("data:"):
         header, _, data = url[5:].partition(",")
@@ -273,8 +274,8 @@ def image_block(url: str) -> dict:
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
-def _tool_result(call_id: str, output: str | list) -> dict:
-    block: dict = {"type": "tool_result", "tool_use_id": call_id}
+def _tool_result(call_id: str, output: str | list[Any]) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
     if isinstance(output, list):
         content = [image_block(p["image_url"]) if p["type"] == "input_image" else _text_block(p.get("text") or "")
                    for p in output]
@@ -286,7 +287,7 @@ def _tool_result(call_id: str, output: str | list) -> dict:
     return block
 
 
-def _arguments(arguments: str) -> dict:
+def _arguments(arguments: str) -> dict[str, Any]:
     try:
         value = orjson.loads(arguments or "{}")
     except orjson.JSONDecodeError:
@@ -302,7 +303,7 @@ def continued(offset: int) -> str:
     return f"\n{offset}:"
 
 
-def thinking_blocks(text: str, signature: str | None) -> list[dict]:
+def thinking_blocks(text: str, signature: str | None) -> list[dict[str, Any]]:
     """The Anthropic blocks that one reasoning item stands for (see the module docstring)."""
     if not signature:
         return []
@@ -315,7 +316,7 @@ def thinking_blocks(text: str, signature: str | None) -> list[dict]:
         except ValueError:
             return []  # not an envelope this adapter wrote
         segments.append((min(max(start, segments[-1][0]), len(text)), segment))
-    blocks: list[dict] = []
+    blocks: list[dict[str, Any]] = []
     for i, (start, segment) in enumerate(segments):
         end = segments[i + 1][0] if i + 1 < len(segments) else len(text)
         if segment.startswith(REDACTED):

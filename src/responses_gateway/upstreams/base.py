@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+from ..errors import UpstreamError
 from ..protocol.request import CreateResponse
 from ..protocol.tools import ToolSet
 
@@ -31,7 +32,7 @@ class Call:
     """One generation step as adapters see it: the request, the full input history, the tools offered."""
 
     request: CreateResponse
-    items: list[dict]
+    items: list[dict[str, Any]]
     tools: ToolSet
     instructions: str | None = None
     model: str = ""  # the upstream's name for the model
@@ -45,10 +46,22 @@ class Call:
         return "message.output_text.logprobs" in (self.request.include or ())
 
 
+Batch = list[Any]  # the generation events (generation.py) of one upstream read
+
+
+class FrameParser(Protocol):
+    """An adapter's reader of SSE frames: frames in, a batch of generation events out; a failure is kept in
+    `error` and raised once the events before it were delivered."""
+
+    error: UpstreamError | None
+
+    def frames(self, frames: list[tuple[str | None, bytes]]) -> Batch: ...
+
+
 class EventStream(Protocol):
     """Batches of generation events, one batch per upstream read; `aclose` releases the connection."""
 
-    def __aiter__(self) -> AsyncIterator[list]: ...
+    def __aiter__(self) -> AsyncIterator[Batch]: ...
 
     async def aclose(self) -> None: ...
 
@@ -60,6 +73,6 @@ class Upstream(Protocol):
         """Start a generation. Raises UpstreamError (before any event) if the upstream refuses it."""
         ...
 
-    async def list_models(self) -> list[dict]: ...
+    async def list_models(self) -> list[dict[str, Any]]: ...
 
     async def close(self) -> None: ...

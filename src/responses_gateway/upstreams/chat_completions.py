@@ -8,6 +8,8 @@ usage-only final chunk, `[DONE]`, `obfuscation` fields, and errors before or ins
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncGenerator
+from typing import Any
 
 import orjson
 
@@ -15,7 +17,7 @@ from .. import generation as g
 from ..errors import UpstreamError, upstream_status_error
 from ..ids import new_id
 from ..protocol.tools import Tool
-from .base import Call, Route
+from .base import Batch, Call, Route
 from .chat_messages import to_messages
 from .custom_input import CustomInputDecoder
 from .http import BodyStream, HTTPUpstream, bearer_headers
@@ -35,9 +37,9 @@ FINISH = {"stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_cal
           "content_filter": "content_filter", "eos": "stop", "end_turn": "stop"}
 
 
-def build_body(call: Call, route: Route) -> dict:
+def build_body(call: Call, route: Route) -> dict[str, Any]:
     req = call.request
-    body: dict = {
+    body: dict[str, Any] = {
         "model": call.model,
         "messages": to_messages(call.instructions, call.items, route.reasoning_history),
         "stream": True,
@@ -65,7 +67,7 @@ def build_body(call: Call, route: Route) -> dict:
     if fmt is not None and fmt.type == "json_object":
         body["response_format"] = {"type": "json_object"}
     elif fmt is not None and fmt.type == "json_schema":
-        schema = {"name": fmt.name, "schema": fmt.json_schema}
+        schema: dict[str, Any] = {"name": fmt.name, "schema": fmt.json_schema}
         if fmt.strict is not None:
             schema["strict"] = fmt.strict
         if fmt.description:
@@ -78,9 +80,9 @@ def build_body(call: Call, route: Route) -> dict:
     return body
 
 
-def _tool(tool: Tool) -> dict:
+def _tool(tool: Tool) -> dict[str, Any]:
     if tool.kind == "tool_search":
-        fn = {"name": "tool_search", "description": tool.description or "Search for more tools to use.",
+        fn: dict[str, Any] = {"name": "tool_search", "description": tool.description or "Search for more tools to use.",
               "parameters": tool.parameters or {"type": "object", "properties": {"query": {"type": "string"}},
                                                 "required": ["query"]}}
         return {"type": "function", "function": fn}
@@ -108,7 +110,7 @@ class ChatCompletionsUpstream(HTTPUpstream):
         self.label = f"{self.base} (chat completions)"
         self.headers = bearer_headers(route.api_key)
 
-    async def list_models(self) -> list[dict]:
+    async def list_models(self) -> list[dict[str, Any]]:
         return await self.openai_models(upstream_http_error)
 
     async def open(self, call: Call) -> ChatStream:
@@ -137,7 +139,7 @@ def upstream_http_error(status: int, raw: bytes, model: str | None) -> UpstreamE
                                  context_phrases=CONTEXT_PHRASES)
 
 
-def _error_fields(raw: bytes) -> tuple[str, object, object]:
+def _error_fields(raw: bytes) -> tuple[str, str | None, Any]:
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -151,7 +153,7 @@ def _error_fields(raw: bytes) -> tuple[str, object, object]:
 
 
 class ChatStream(BodyStream):
-    async def _events(self):
+    async def _events(self) -> AsyncGenerator[Batch, None]:
         if self.resp.content_type == "application/json":  # a server that ignored `stream: true`
             yield completion_events(_loads(await self.read_whole()), self.call)
             return
@@ -162,7 +164,7 @@ class ChatStream(BodyStream):
             raise UpstreamError("The upstream model server ended the stream before finishing.")
 
 
-def _loads(data) -> dict:
+def _loads(data: bytes) -> dict[str, Any]:
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -178,13 +180,13 @@ class ChunkParser:
     def __init__(self, call: Call):
         self.tools = call.tools.by_wire_name
         self.want_logprobs = call.want_logprobs
-        self.calls: dict = {}  # upstream index -> [call_id, started, custom decoder or None, pending args]
+        self.calls: dict[int, list[Any]] = {}  # upstream index -> [call_id, started, custom decoder or None, pending args]
         self.finish: str | None = None
         self.done = False
         self.error: UpstreamError | None = None  # raised once the events before it are delivered
 
-    def frames(self, frames: list) -> list:
-        batch: list = []
+    def frames(self, frames: list[Any]) -> list[Any]:
+        batch: list[Any] = []
         if self.done:
             return batch  # nothing after [DONE] counts
         try:
@@ -198,7 +200,7 @@ class ChunkParser:
             self.error = exc
         return batch
 
-    def chunk(self, obj: dict, batch: list) -> None:
+    def chunk(self, obj: dict[str, Any], batch: list[Any]) -> None:
         error = obj.get("error")
         if error:
             message = error.get("message") if isinstance(error, dict) else str(error)
@@ -239,7 +241,7 @@ class ChunkParser:
         if usage:
             batch.append(_usage(usage))
 
-    def _tool_call(self, tc: dict, batch: list) -> None:
+    def _tool_call(self, tc: dict[str, Any], batch: list[Any]) -> None:
         index = tc.get("index", 0)
         fn = tc.get("function") or {}
         state = self.calls.get(index)
@@ -270,7 +272,7 @@ class ChunkParser:
                     return
             batch.append(g.ToolCallDelta(index, args))
 
-    def _start(self, index, state: list, batch: list) -> None:
+    def _start(self, index: int, state: list[Any], batch: list[Any]) -> None:
         tool = self.tools.get(state[4])
         state[1] = True
         if tool is None:
@@ -280,7 +282,7 @@ class ChunkParser:
             state[2] = CustomInputDecoder()
         batch.append(g.ToolCallStart(index, state[0], tool.name, tool.kind, tool.namespace))
 
-    def _end_calls(self, batch: list) -> None:
+    def _end_calls(self, batch: list[Any]) -> None:
         for index, state in self.calls.items():
             if not state[1] and state[4]:
                 self._start(index, state, batch)
@@ -292,7 +294,7 @@ class ChunkParser:
         self.calls = {}
 
 
-def _usage(u: dict) -> g.Usage:
+def _usage(u: dict[str, Any]) -> g.Usage:
     prompt = u.get("prompt_tokens") or 0
     completion = u.get("completion_tokens") or 0
     details = u.get("prompt_tokens_details") or {}
@@ -301,7 +303,7 @@ def _usage(u: dict) -> g.Usage:
                    details.get("cache_write_tokens") or 0)
 
 
-def _logprobs(lp: dict) -> list:
+def _logprobs(lp: dict[str, Any]) -> list[Any]:
     out = []
     for t in lp.get("content") or ():
         out.append({
@@ -316,14 +318,14 @@ def _logprobs(lp: dict) -> list:
     return out
 
 
-def completion_events(obj: dict, call: Call) -> list:
+def completion_events(obj: dict[str, Any], call: Call) -> list[Any]:
     """A whole (non-streamed) chat completion as one batch of generation events."""
     if obj.get("error"):
         ChunkParser(call).chunk(obj, [])
     choice = (obj.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     parser = ChunkParser(call)
-    batch: list = []
+    batch: list[Any] = []
     delta = {k: message.get(k) for k in ("content", "reasoning_content", "reasoning", "refusal")}
     delta["tool_calls"] = [dict(tc, index=i) for i, tc in enumerate(message.get("tool_calls") or ())]
     parser.chunk({"choices": [{"delta": delta, "logprobs": choice.get("logprobs"),

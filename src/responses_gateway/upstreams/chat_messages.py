@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from ..protocol.reasoning import unseal
@@ -20,7 +22,7 @@ def wire_name(name: str, namespace: str | None) -> str:
     return f"{namespace}__{name}" if namespace else name
 
 
-def to_messages(instructions: str | None, items: list[dict], reasoning_history: str = "reasoning_content") -> list:
+def to_messages(instructions: str | None, items: list[dict[str, Any]], reasoning_history: str = "reasoning_content") -> list[Any]:
     b = _Builder(reasoning_history)
     if instructions:
         b.lead.append(instructions)
@@ -86,11 +88,11 @@ class _Builder:
     def __init__(self, reasoning_history: str):
         self.reasoning_history = reasoning_history
         self.lead: list[str] = []
-        self.messages: list[dict] = []
-        self.assistant: dict | None = None
-        self.images: list[dict] = []  # images returned by tools, shown to the model after the tool messages
+        self.messages: list[dict[str, Any]] = []
+        self.assistant: dict[str, Any] | None = None
+        self.images: list[dict[str, Any]] = []  # images returned by tools, shown to the model after the tool messages
 
-    def turn(self) -> dict:
+    def turn(self) -> dict[str, Any]:
         if self.assistant is None:
             self._images()
             self.assistant = {"content": [], "tool_calls": [], "reasoning": []}
@@ -105,7 +107,7 @@ class _Builder:
         """End the assistant turn being built; tool images wait until the run of tool messages ends."""
         turn, self.assistant = self.assistant, None
         if turn is not None and (turn["content"] or turn["tool_calls"]):
-            msg: dict = {"role": "assistant", "content": "".join(turn["content"]) or None}
+            msg: dict[str, Any] = {"role": "assistant", "content": "".join(turn["content"]) or None}
             if turn["tool_calls"]:
                 msg["tool_calls"] = turn["tool_calls"]
             if turn["reasoning"] and self.reasoning_history != "drop":
@@ -116,7 +118,7 @@ class _Builder:
             self._images()
 
 
-def tool_summary(tools: list) -> list[dict]:
+def tool_summary(tools: list[Any]) -> list[dict[str, Any]]:
     """What a tool search found, as the model will see it: names it can now call, with their descriptions."""
     out = []
     for tool in tools:
@@ -132,24 +134,25 @@ def tool_summary(tools: list) -> list[dict]:
     return out
 
 
-def _text(parts: list[dict]) -> str:
+def _text(parts: list[dict[str, Any]]) -> str:
     return "".join(p.get("text") or p.get("refusal") or "" for p in parts if p["type"] != "input_image")
 
 
-def _image(part: dict) -> dict:
+def _image(part: dict[str, Any]) -> dict[str, Any]:
     detail = part.get("detail", "auto")
     # Chat Completions knows auto/low/high; "original" (full resolution) is closest to "high".
     return {"type": "image_url", "image_url": {"url": part["image_url"],
                                               "detail": "high" if detail == "original" else detail}}
 
 
-def _user_content(parts: list[dict]) -> str | list:
+def _user_content(parts: list[dict[str, Any]]) -> str | list[Any]:
     if len(parts) == 1 and parts[0]["type"] == "input_text":
-        return parts[0]["text"]
+        text: str = parts[0]["text"]
+        return text
     return [_image(p) if p["type"] == "input_image" else {"type": "text", "text": p["text"]} for p in parts]
 
 
-def _reasoning_text(item: dict) -> str:
+def _reasoning_text(item: dict[str, Any]) -> str:
     texts = [p["text"] for p in item.get("content") or () if p.get("text")]
     if not texts:
         sealed = unseal(item.get("encrypted_content"))

@@ -54,7 +54,8 @@ class CustomInputDecoder:
         except orjson.JSONDecodeError:
             return raw  # a model that wrote the raw input without the JSON wrapper
         if isinstance(value, dict) and isinstance(value.get("input"), str):
-            return value["input"]
+            text: str = value["input"]
+            return text
         if isinstance(value, str):
             return value
         return raw

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncGenerator
+from typing import Any
 
 from .. import generation as g
 from ..ids import new_id
-from .base import Call
+from .base import Batch, Call
 
 MODEL = "demo"
 
@@ -23,7 +25,7 @@ class DemoUpstream:
     def __init__(self, delay: float = 0.02):
         self.delay = delay
 
-    async def list_models(self) -> list[dict]:
+    async def list_models(self) -> list[dict[str, Any]]:
         return [{"id": MODEL, "object": "model", "created": 0, "owned_by": "responses-gateway-demo"}]
 
     async def close(self) -> None:
@@ -32,9 +34,9 @@ class DemoUpstream:
     async def open(self, call: Call) -> _DemoStream:
         return _DemoStream(self._script(call), self.delay)
 
-    def _script(self, call: Call) -> list[list]:
+    def _script(self, call: Call) -> list[list[Any]]:
         prompt = _last_user_text(call.items) or "(nothing)"
-        steps: list[list] = [[g.ReasoningDelta(w)] for w in _words("The user said something; I will echo it.")]
+        steps: list[list[Any]] = [[g.ReasoningDelta(w)] for w in _words("The user said something; I will echo it.")]
         forced = call.tools.forced if call.tools.mode == "required" else None
         if forced is None and call.tools.mode == "required" and call.tools.offered:
             forced = call.tools.offered[0]
@@ -52,14 +54,14 @@ class DemoUpstream:
 
 
 class _DemoStream:
-    def __init__(self, steps: list[list], delay: float):
+    def __init__(self, steps: list[list[Any]], delay: float):
         self.steps = steps
         self.delay = delay
 
-    def __aiter__(self):
+    def __aiter__(self) -> AsyncGenerator[Batch, None]:
         return self._run()
 
-    async def _run(self):
+    async def _run(self) -> AsyncGenerator[Batch, None]:
         for step in self.steps:
             await asyncio.sleep(self.delay)
             yield step
@@ -72,7 +74,7 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\S+\s*", text)
 
 
-def _last_user_text(items: list[dict]) -> str:
+def _last_user_text(items: list[dict[str, Any]]) -> str:
     for item in reversed(items):
         if item["type"] == "message" and item["role"] == "user":
             return " ".join(p.get("text", "") for p in item["content"] if p.get("text"))

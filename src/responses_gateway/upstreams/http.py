@@ -4,14 +4,15 @@ stream (failures before it become HTTP errors), and the stream object that relea
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
 
 import aiohttp
 import orjson
 
 from ..errors import UpstreamError
 from ..sse import SSEDecoder
-from .base import Call, Route
+from .base import Batch, Call, FrameParser, Route
 
 log = logging.getLogger("responses_gateway.upstream")
 
@@ -62,7 +63,7 @@ class HTTPUpstream:
             await self._session.close()
             self._session = None
 
-    async def get_json(self, url: str, http_error: HTTPError, params: dict | None = None) -> dict:
+    async def get_json(self, url: str, http_error: HTTPError, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """GET a JSON object (a model list); any failure is an UpstreamError."""
         try:
             async with self.session.get(url, params=params, headers=self.headers) as resp:
@@ -79,7 +80,7 @@ class HTTPUpstream:
             raise UpstreamError("The upstream model server answered with something that is not a JSON object.")
         return obj
 
-    async def post_json(self, url: str, body: dict) -> dict | None:
+    async def post_json(self, url: str, body: dict[str, Any]) -> dict[str, Any] | None:
         """POST for a small JSON answer (token counts): None on any failure, for callers that can estimate."""
         try:
             async with self.session.post(url, data=orjson.dumps(body), headers=self.headers) as resp:
@@ -91,12 +92,12 @@ class HTTPUpstream:
             return None
         return obj if isinstance(obj, dict) else None
 
-    async def openai_models(self, http_error: HTTPError) -> list[dict]:
+    async def openai_models(self, http_error: HTTPError) -> list[dict[str, Any]]:
         """`GET {base}/models` of an OpenAI-style server, passed through."""
         data = (await self.get_json(f"{self.base}/models", http_error)).get("data") or []
         return [m for m in data if isinstance(m, dict) and "id" in m]
 
-    async def post(self, url: str, body: dict, model: str, http_error: HTTPError) -> aiohttp.ClientResponse:
+    async def post(self, url: str, body: dict[str, Any], model: str, http_error: HTTPError) -> aiohttp.ClientResponse:
         """POST and wait for the upstream's answer headers; anything but 200 is raised as its HTTP error."""
         try:
             resp = await self.session.post(url, data=orjson.dumps(body), headers=self.headers)
@@ -125,7 +126,7 @@ class BodyStream:
         self._gen = self._events()
         self._complete = False
 
-    def __aiter__(self):
+    def __aiter__(self) -> AsyncGenerator[Batch, None]:
         return self._gen
 
     async def aclose(self) -> None:
@@ -135,7 +136,7 @@ class BodyStream:
         else:
             self.resp.close()
 
-    async def _events(self):
+    async def _events(self) -> AsyncGenerator[Batch, None]:
         raise NotImplementedError
         yield  # (an async generator)
 
@@ -148,7 +149,7 @@ class BodyStream:
         self._complete = True
         return raw
 
-    async def read_sse(self, parser):
+    async def read_sse(self, parser: FrameParser) -> AsyncGenerator[Batch, None]:
         """Batches from an SSE body: `parser.frames(frames) -> batch`. A parser error is raised once the
         events before it were delivered; the body read to its end marks the stream complete."""
         decoder = SSEDecoder()

@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import AsyncGenerator
+from typing import Any
 
 import aiohttp
 import orjson
@@ -27,7 +29,7 @@ from ..errors import UpstreamError
 from ..ids import new_id
 from ..protocol.reasoning import unseal
 from ..protocol.tools import Tool
-from .base import Call, Route
+from .base import Batch, Call, Route
 from .chat_completions import upstream_http_error
 from .chat_messages import tool_summary, wire_name
 from .custom_input import CustomInputDecoder
@@ -48,12 +50,12 @@ def signature_tag(route: Route) -> str:
 # -- the request ------------------------------------------------------------------------------------------
 
 
-def build_body(call: Call, route: Route) -> dict:
+def build_body(call: Call, route: Route) -> dict[str, Any]:
     req = call.request
     include = ["reasoning.encrypted_content"]
     if call.want_logprobs:
         include.append("message.output_text.logprobs")
-    body: dict = {
+    body: dict[str, Any] = {
         "model": call.model,
         "input": to_input(call.items, signature_tag(route), route.reasoning_history),
         "stream": True,
@@ -80,7 +82,7 @@ def build_body(call: Call, route: Route) -> dict:
     if max_tokens is not None:
         body["max_output_tokens"] = max_tokens
     if req.reasoning is not None:
-        reasoning = {}
+        reasoning: dict[str, Any] = {}
         if req.reasoning.effort is not None:
             reasoning["effort"] = req.reasoning.effort
         summary = req.reasoning.summary or req.reasoning.generate_summary
@@ -89,7 +91,7 @@ def build_body(call: Call, route: Route) -> dict:
         if reasoning:
             body["reasoning"] = reasoning
     if req.text is not None:
-        text: dict = {}
+        text: dict[str, Any] = {}
         fmt = req.text.format
         if fmt is not None:
             if fmt.type == "json_schema":
@@ -109,13 +111,13 @@ def build_body(call: Call, route: Route) -> dict:
     return body
 
 
-def _tool(tool: Tool) -> dict:
+def _tool(tool: Tool) -> dict[str, Any]:
     """Offered flat: namespace members under their wire names, a client tool_search as a function."""
     if tool.kind == "tool_search":
         return {"type": "function", "name": "tool_search",
                 "description": tool.description or "Search for more tools to use.",
                 "parameters": tool.parameters or TOOL_SEARCH_PARAMETERS}
-    out: dict = {"type": "custom" if tool.kind == "custom" else "function", "name": tool.wire_name}
+    out: dict[str, Any] = {"type": "custom" if tool.kind == "custom" else "function", "name": tool.wire_name}
     if tool.description:
         out["description"] = tool.description
     if tool.kind == "custom":
@@ -127,10 +129,10 @@ def _tool(tool: Tool) -> dict:
     return out
 
 
-def to_input(items: list[dict], tag: str, reasoning_history: str = "reasoning_content") -> list[dict]:
+def to_input(items: list[dict[str, Any]], tag: str, reasoning_history: str = "reasoning_content") -> list[dict[str, Any]]:
     """The resolved history as Responses input items the upstream accepts without state: no ids (they would
     be looked up, and `store` is false), our names flattened to wire names, reasoning as the upstream needs it."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for item in items:
         kind = item["type"]
         if kind == "message":
@@ -162,7 +164,7 @@ def to_input(items: list[dict], tag: str, reasoning_history: str = "reasoning_co
     return out
 
 
-def _content(part: dict, role: str) -> dict:
+def _content(part: dict[str, Any], role: str) -> dict[str, Any]:
     kind = part["type"]
     if kind == "input_image":
         return {"type": "input_image", "image_url": part["image_url"], "detail": part.get("detail", "auto")}
@@ -173,7 +175,7 @@ def _content(part: dict, role: str) -> dict:
     return {"type": "input_text", "text": part.get("text", "")}
 
 
-def _reasoning(item: dict, tag: str, reasoning_history: str) -> dict | None:
+def _reasoning(item: dict[str, Any], tag: str, reasoning_history: str) -> dict[str, Any] | None:
     sealed = unseal(item.get("encrypted_content"))
     summary = [{"type": "summary_text", "text": p["text"]} for p in item.get("summary") or () if p.get("text")]
     if sealed is not None and sealed[1] and sealed[1].startswith(tag):
@@ -199,7 +201,7 @@ class ResponsesUpstream(HTTPUpstream):
         self.label = f"{self.base} (responses)"
         self.headers = bearer_headers(route.api_key)
 
-    async def list_models(self) -> list[dict]:
+    async def list_models(self) -> list[dict[str, Any]]:
         return await self.openai_models(upstream_http_error)
 
     async def open(self, call: Call) -> ResponsesStream:
@@ -213,7 +215,7 @@ class ResponsesStream(BodyStream):
         super().__init__(resp, call)
         self.tag = tag  # marks the encrypted reasoning this upstream gave, to send it back only here
 
-    async def _events(self):
+    async def _events(self) -> AsyncGenerator[Batch, None]:
         resp = self.resp
         acc = Accumulator()
         mapper = EventMapper(self.call, acc, self.tag)
@@ -254,7 +256,7 @@ class ResponsesStream(BodyStream):
             pass  # aclose() closes the connection instead
 
 
-def whole_response_event(raw: bytes) -> dict:
+def whole_response_event(raw: bytes) -> dict[str, Any]:
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -277,14 +279,14 @@ class EventMapper:
         self.acc = acc
         self.tag = tag
         self.calls: dict[int, _CallState] = {}  # output_index -> tool call
-        self.reasoning: dict[int, list] = {}  # output_index -> [streamed kind, last summary index]
+        self.reasoning: dict[int, list[Any]] = {}  # output_index -> [streamed kind, last summary index]
         self.signed: set[int] = set()
         self.started_calls = 0
         self.error: UpstreamError | None = None  # raised once the events before it are delivered
         self.finished = False
 
-    def map(self, events: list[Event]) -> list:
-        batch: list = []
+    def map(self, events: list[Event]) -> list[Any]:
+        batch: list[Any] = []
         try:
             for ev in events:
                 self._event(ev, batch)
@@ -296,7 +298,7 @@ class EventMapper:
                 self._start(index, state, batch)
         return batch
 
-    def _event(self, ev: Event, batch: list) -> None:
+    def _event(self, ev: Event, batch: list[Any]) -> None:
         if not ev.known:
             return
         kind = ev.type
@@ -326,8 +328,8 @@ class EventMapper:
         elif kind in TERMINAL:
             self._terminal(ev, batch)
 
-    def _reasoning(self, data: dict, kind: str, batch: list) -> None:
-        index = data.get("output_index")
+    def _reasoning(self, data: dict[str, Any], kind: str, batch: list[Any]) -> None:
+        index: Any = data.get("output_index")
         state = self.reasoning.setdefault(index, [kind, None])
         if state[0] != kind:
             return  # this item streams both its summary and its raw text: one of them is enough
@@ -341,7 +343,7 @@ class EventMapper:
             state[1] = part
         batch.append(g.ReasoningDelta(text))
 
-    def _item_done(self, data: dict, batch: list) -> None:
+    def _item_done(self, data: dict[str, Any], batch: list[Any]) -> None:
         item = data.get("item") or {}
         index = data["output_index"]
         kind = item.get("type")
@@ -359,7 +361,7 @@ class EventMapper:
             if state is not None:
                 state.finish(index, batch)
 
-    def _call(self, index: int, batch: list, final: bool = False) -> _CallState | None:
+    def _call(self, index: int, batch: list[Any], final: bool = False) -> _CallState | None:
         state = self.calls.get(index)
         if state is None:
             state = self.calls[index] = _CallState()
@@ -367,15 +369,15 @@ class EventMapper:
             self._start(index, state, batch, final)
         return state
 
-    def _start(self, index: int, state: _CallState, batch: list, final: bool = False) -> None:
+    def _start(self, index: int, state: _CallState, batch: list[Any], final: bool = False) -> None:
         item = self.acc.item(index) or {}
         name = item.get("name")
         if not isinstance(name, str) or not name:
             if not final:
                 return  # its name has not come yet: hold the input
             name = "unknown"
-        call_id = item.get("call_id") if isinstance(item.get("call_id"), str) and item.get("call_id") \
-            else new_id("call")
+        given = item.get("call_id")
+        call_id = given if isinstance(given, str) and given else new_id("call")
         tool = self.tools.get(name)
         custom_item = item.get("type") == "custom_tool_call"
         if tool is None:
@@ -394,7 +396,7 @@ class EventMapper:
             pending, state.pending = "".join(state.pending), []
             state.feed(pending, index, batch)
 
-    def _terminal(self, ev: Event, batch: list) -> None:
+    def _terminal(self, ev: Event, batch: list[Any]) -> None:
         response = ev.data.get("response") or {}
         if ev.type == "response.failed":
             if ev.synthesized and not self.acc.error:
@@ -407,7 +409,7 @@ class EventMapper:
             batch.append(_usage(usage))
         if ev.type == "response.incomplete":
             reason = (response.get("incomplete_details") or {}).get("reason")
-            batch.append(g.Finish(INCOMPLETE.get(reason, "length")))
+            batch.append(g.Finish(INCOMPLETE.get(reason, "length") if isinstance(reason, str) else "length"))
         else:
             batch.append(g.Finish("tool_calls" if self.started_calls else "stop"))
         self.finished = True
@@ -422,7 +424,7 @@ class _CallState:
         self.decoder: CustomInputDecoder | None = None
         self.finished = False
 
-    def feed(self, text: str, index: int, batch: list) -> None:
+    def feed(self, text: str, index: int, batch: list[Any]) -> None:
         if not self.started:
             self.pending.append(text)
             return
@@ -431,7 +433,7 @@ class _CallState:
         if text:
             batch.append(g.ToolCallDelta(index, text))
 
-    def finish(self, index: int, batch: list) -> None:
+    def finish(self, index: int, batch: list[Any]) -> None:
         if self.finished or not self.started:
             return
         self.finished = True
@@ -442,7 +444,7 @@ class _CallState:
                 batch.append(g.ToolCallDelta(index, rest))
 
 
-def _upstream_error(error: dict) -> UpstreamError:
+def _upstream_error(error: dict[str, Any]) -> UpstreamError:
     code = error.get("code")
     code = str(code) if code is not None else "upstream_error"
     message = error.get("message") if isinstance(error.get("message"), str) else ""
@@ -454,7 +456,7 @@ def _upstream_error(error: dict) -> UpstreamError:
                            param=param)
 
 
-def _usage(u: dict) -> g.Usage:
+def _usage(u: dict[str, Any]) -> g.Usage:
     details = u.get("input_tokens_details") or {}
     reasoning = (u.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
     return g.Usage(u.get("input_tokens") or 0, u.get("output_tokens") or 0, details.get("cached_tokens") or 0,
