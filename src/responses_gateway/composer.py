@@ -283,7 +283,7 @@ class Composer:
         snapshot["output"] = []
         return {"type": kind, "sequence_number": self._next(), "response": snapshot}
 
-    def _add_item(self, out: list[Any], kind: str, item: dict[str, Any]) -> _Item:
+    def _add_item(self, out: list[dict[str, Any]], kind: str, item: dict[str, Any]) -> _Item:
         index = len(self.output)
         self.output.append(item)
         added = dict(item)
@@ -294,7 +294,7 @@ class Composer:
                     "output_index": index, "item": added})
         return _Item(kind, item, index)
 
-    def _text(self, out: list[Any], part: str, text: str, logprobs: list[Any] | None) -> None:
+    def _text(self, out: list[dict[str, Any]], part: str, text: str, logprobs: list[Any] | None) -> None:
         item = self.text_item
         if item is None or item.kind != "message":
             self._close_text(out, "completed")
@@ -319,7 +319,7 @@ class Composer:
                         "output_index": item.index, "content_index": len(item.item["content"]),
                         "delta": text})
 
-    def _reasoning(self, out: list[Any], ev: g.ReasoningDelta) -> None:
+    def _reasoning(self, out: list[dict[str, Any]], ev: g.ReasoningDelta) -> None:
         item = self.text_item
         if item is None or item.kind != "reasoning":
             self._close_text(out, "completed")
@@ -340,7 +340,7 @@ class Composer:
                             "item_id": item.id, "output_index": item.index, "content_index": 0,
                             "delta": ev.text})
 
-    def _start_call(self, out: list[Any], ev: g.ToolCallStart) -> None:
+    def _start_call(self, out: list[dict[str, Any]], ev: g.ToolCallStart) -> None:
         self._close_text(out, "completed")
         item: dict[str, Any]
         if ev.kind == "custom":
@@ -370,7 +370,7 @@ class Composer:
 
     # -- parts and closing -------------------------------------------------------------------------------
 
-    def _open_part(self, out: list[Any], item: _Item, part: str) -> None:
+    def _open_part(self, out: list[dict[str, Any]], item: _Item, part: str) -> None:
         item.part = part
         item.buf = []
         if part == "output_text":
@@ -388,7 +388,7 @@ class Composer:
         out.append({"type": "response.content_part.added", "sequence_number": self._next(), "item_id": item.id,
                     "output_index": item.index, "content_index": len(item.item["content"]), "part": shape})
 
-    def _close_part(self, out: list[Any], item: _Item) -> None:
+    def _close_part(self, out: list[dict[str, Any]], item: _Item) -> None:
         part = item.part
         if part is None:
             return
@@ -427,7 +427,7 @@ class Composer:
         item.part = None
         item.buf = []
 
-    def _close_text(self, out: list[Any], status: str) -> None:
+    def _close_text(self, out: list[dict[str, Any]], status: str) -> None:
         item = self.text_item
         if item is None:
             return
@@ -447,7 +447,7 @@ class Composer:
         out.append({"type": "response.output_item.done", "sequence_number": self._next(),
                     "output_index": item.index, "item": item.item})
 
-    def _close_call(self, out: list[Any], call: _Item, status: str) -> None:
+    def _close_call(self, out: list[dict[str, Any]], call: _Item, status: str) -> None:
         text = "".join(call.buf)
         item = call.item
         if call.kind == "custom":
@@ -479,7 +479,7 @@ class Composer:
         out.append({"type": "response.output_item.done", "sequence_number": self._next(),
                     "output_index": call.index, "item": item})
 
-    def _close_all(self, out: list[Any], status: str) -> None:
+    def _close_all(self, out: list[dict[str, Any]], status: str) -> None:
         self._close_text(out, status)
         calls = sorted(self.calls.values(), key=lambda c: c.index)
         self.calls = {}
@@ -489,7 +489,7 @@ class Composer:
             for call in self.take_pending():
                 out.extend(self.mcp_result(call, None, "The response ended before the call could run."))
 
-    def _terminal(self, out: list[Any], status: str, **fields: Any) -> None:
+    def _terminal(self, out: list[dict[str, Any]], status: str, **fields: Any) -> None:
         self.closed = True
         response = self.response
         response["status"] = status
