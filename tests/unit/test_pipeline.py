@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from prometheus_client import REGISTRY
 
 from responses_gateway import generation as g
-from responses_gateway import metrics
 from responses_gateway.errors import UpstreamError
 from responses_gateway.pipeline import run
 
@@ -160,14 +160,18 @@ def test_stream_failing_at_any_point_ends_with_one_failed_event(fail_at, exc, co
     assert stream.closed == 1
 
 
+def counted(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(f"responses_gateway_{name}_total", labels) or 0.0
+
+
 def test_failing_store_write_does_not_swallow_the_terminal_event():
-    before = metrics.counters["store_failures_total"]
+    before = counted("store_failures")
     log: list = []
     on_final, _ = recording_store(log, fail=OSError("disk full"))
     result, _ = drive(FakeStream(STEP), on_final, log=log)
     assert result.response["status"] == "completed"
     assert log == ["on_final", "response.completed"]
-    assert metrics.counters["store_failures_total"] == before + 1
+    assert counted("store_failures") == before + 1
 
 
 def test_failing_store_write_after_a_failure_still_ends_with_response_failed():
@@ -178,11 +182,10 @@ def test_failing_store_write_after_a_failure_still_ends_with_response_failed():
 
 
 def test_terminal_status_is_counted():
-    key = 'responses_total{status="incomplete"}'
-    before = metrics.counters[key]
+    before = counted("responses", status="incomplete")
     result, _ = drive(FakeStream([[g.TextDelta("cut")], [g.Finish("length")]]))
     assert result.response["incomplete_details"] == {"reason": "max_output_tokens"}
-    assert metrics.counters[key] == before + 1
+    assert counted("responses", status="incomplete") == before + 1
 
 
 def test_failing_close_after_a_clean_stream_closes_once_and_ends_once():
