@@ -143,7 +143,7 @@ class Composer:
         self._terminal(out, "failed", error={"code": response_error_code(code), "message": message})
         return out
 
-    def unstored(self, events: list[dict], message: str) -> list[dict]:
+    def unstored(self, events: list[dict[str, Any]], message: str) -> list[dict[str, Any]]:
         """The store refused the finished response: its terminal event (the last of `events`) is withdrawn
         before it was sent, and the response fails instead — a client must never be told `completed` about a
         response it cannot retrieve or chain from. The output items keep their own status."""

@@ -39,7 +39,7 @@ class Steps(Protocol):
     async def aclose(self) -> None: ...
 
 
-async def _store(composer: Composer, events: list[dict], on_final: OnFinal) -> list[dict]:
+async def _store(composer: Composer, events: list[dict[str, Any]], on_final: OnFinal) -> list[dict[str, Any]]:
     """Store the finished response before its terminal event goes out; tried twice. A response that cannot be
     stored fails (`storage_error`) rather than reach the client as `completed` and then be missing."""
     final = composer.final

@@ -164,14 +164,30 @@ def counted(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(f"responses_gateway_{name}_total", labels) or 0.0
 
 
-def test_failing_store_write_does_not_swallow_the_terminal_event():
+def test_store_write_failing_twice_fails_the_response_before_its_terminal_event():
+    """A response that cannot be stored must not reach the client as completed."""
     before = counted("store_failures")
     log: list = []
     on_final, _ = recording_store(log, fail=OSError("disk full"))
     result, _ = drive(FakeStream(STEP), on_final, log=log)
+    assert [t for t in result.types if t in TERMINALS] == ["response.failed"]
+    assert result.events[-2]["code"] == "storage_error"
+    assert log == ["on_final", "on_final", "response.failed"]
+    assert counted("store_failures") == before + 2
+
+
+def test_store_write_failing_once_is_retried():
+    log: list = []
+    calls = []
+
+    async def flaky(final: dict) -> None:
+        calls.append(final["status"])
+        if len(calls) == 1:
+            raise OSError("busy")
+
+    result, _ = drive(FakeStream(STEP), flaky, log=log)
     assert result.response["status"] == "completed"
-    assert log == ["on_final", "response.completed"]
-    assert counted("store_failures") == before + 1
+    assert calls == ["completed", "completed"]
 
 
 def test_failing_store_write_after_a_failure_still_ends_with_response_failed():
