@@ -1,5 +1,7 @@
 """A client that goes away closes the upstream request at once."""
 
+import contextlib
+
 import httpx
 
 from tests.support.fake_chat import Sleep, Stream, text_stream
@@ -27,3 +29,23 @@ def test_gateway_keeps_serving_after_a_disconnect(gateway, upstream, http):
     upstream.enqueue(text_stream(["still here"]))
     assert http.post("/v1/responses", json={"model": "m", "input": "x"}).json()["output"][0]["content"][0][
         "text"] == "still here"
+
+
+def _hang_up_after(gateway, body: dict, seconds: float) -> None:
+    # the client gives up and closes its connection
+    with httpx.Client(base_url=gateway.url, timeout=seconds) as client, contextlib.suppress(httpx.ReadTimeout):
+        client.post("/v1/responses", json=body)
+
+
+def test_client_leaving_a_non_streamed_request_closes_the_upstream(gateway, upstream):
+    """A non-streamed request has no SSE sink watching the client: the handler itself must notice."""
+    upstream.enqueue(Stream(text_stream(["one "])[:2] + [Sleep(30)]))
+    _hang_up_after(gateway, {"model": "m", "input": "x"}, 1.0)
+    assert upstream.wait_disconnect(timeout=5), "the upstream kept generating for nobody"
+
+
+def test_client_leaving_before_the_upstream_answers_closes_the_upstream(gateway, upstream):
+    """A streamed request still waiting for the upstream's headers: the SSE sink has not started yet."""
+    upstream.enqueue(Stream(text_stream(["late"]), before_headers=30))
+    _hang_up_after(gateway, {"model": "m", "input": "x", "stream": True}, 1.0)
+    assert upstream.wait_disconnect(timeout=5), "the upstream kept the request open for nobody"

@@ -53,6 +53,7 @@ class Stream:
     status: int = 200
     headers: dict[str, str] | None = None
     delay: float = 0.0
+    before_headers: float = 0.0  # a model server that takes its time to answer at all
 
 
 @dataclass
@@ -381,6 +382,8 @@ class FakeChatUpstream:
         headers = {"content-type": SSE_CONTENT_TYPE, **self._stream_headers(), **(script.headers or {})}
         response = web.StreamResponse(status=script.status, headers=headers)
         try:
+            if script.before_headers:
+                await self._pause(request, script.before_headers)
             await response.prepare(request)
             for i, chunk in enumerate(script.chunks):
                 if i and script.delay:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
@@ -33,14 +37,51 @@ def owner(request: Request) -> str:
     return who
 
 
+class ClientGone(Exception):
+    """The client hung up while the gateway was still working for it."""
+
+
+@contextlib.asynccontextmanager
+async def cancelled_if_client_leaves(request: Request) -> AsyncIterator[None]:
+    """Run the block in this task, cancelled the moment the client goes away: waiting for the upstream's
+    headers, or for a whole non-streamed answer, must not keep a model generating for nobody (once streaming,
+    the SSE sink watches). The work stays in this task, so nothing waits for a task switch."""
+    task = asyncio.current_task()
+    assert task is not None
+    gone = False
+
+    async def watch() -> None:
+        nonlocal gone
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        gone = True
+        task.cancel()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        yield
+    except asyncio.CancelledError:
+        if not gone:
+            raise
+        task.uncancel()
+        raise ClientGone from None
+    finally:
+        watcher.cancel()
+
+
 async def create_response(request: Request) -> Response | EventStreamResponse:
     state = request.app.state
     req = parse_request(await read_body(request, state.settings.max_body_bytes))
-    started = await start(state, req, owner(request))
+    try:
+        async with cancelled_if_client_leaves(request):
+            started = await start(state, req, owner(request))
+            if not req.stream:
+                async for _ in started.batches:
+                    pass
+    except ClientGone:
+        return Response(status_code=499)  # nobody reads it; the upstream call was closed
     if req.stream:
         return EventStreamResponse(started.batches)
-    async for _ in started.batches:
-        pass
     final = started.final
     if final["status"] == "failed":
         error = final["error"] or {}
