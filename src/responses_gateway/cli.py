@@ -44,6 +44,15 @@ def _parser() -> argparse.ArgumentParser:
                             f"[{ENV['reasoning_history']}; default reasoning_content]")
     serve.add_argument("--max-tokens-field", choices=CHOICES["max_tokens_field"],
                        help=f"upstream field for max_output_tokens [{ENV['max_tokens_field']}; default max_tokens]")
+    for flag, name, default, what in (
+            ("--upstream-connect-timeout", "upstream_connect_timeout", 30, "to connect"),
+            ("--upstream-first-byte-timeout", "upstream_first_byte_timeout", 300, "for the upstream's answer"),
+            ("--upstream-idle-timeout", "upstream_read_timeout", 600, "of upstream silence mid-stream"),
+            ("--upstream-total-timeout", "upstream_total_timeout", 3600, "for a whole upstream call")):
+        serve.add_argument(flag, dest=name, type=float, metavar="S",
+                           help=f"seconds {what} [{ENV[name]}; default {default}]")
+    serve.add_argument("--sse-keepalive", type=float, metavar="S",
+                       help=f"SSE comment after this many seconds of silence [{ENV['sse_keepalive']}; default 15]")
     serve.add_argument("--max-body-bytes", type=int, help=f"request size limit [{ENV['max_body_bytes']}]")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                        help=f"[{ENV['log_level']}; default info]")

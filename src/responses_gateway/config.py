@@ -20,10 +20,14 @@ class Settings:
     upstream_api_key: str | None = None
     host: str = "127.0.0.1"
     port: int = 8080
-    # Seconds to wait for the upstream to connect and answer with headers; the stream itself is not timed out,
-    # since a reasoning model may legitimately think for minutes between chunks.
+    # Upstream deadlines, seconds: connect, first byte (the answer's headers), idle (the longest silence between
+    # two reads of the stream), total (the whole call). docs/routing.md has the defaults' reasons.
     upstream_connect_timeout: float = 30.0
+    upstream_first_byte_timeout: float | None = 300.0
     upstream_read_timeout: float | None = 600.0
+    upstream_total_timeout: float | None = 3600.0
+    # Seconds of upstream silence after which an SSE comment keeps proxies and clients from timing out.
+    sse_keepalive: float = 15.0
     max_body_bytes: int = 32 * 1024 * 1024
     # Hosted tools (web_search, file_search, ...) the gateway cannot run: "drop" them with a warning, or "reject".
     hosted_tools: str = "drop"
@@ -79,7 +83,9 @@ class Settings:
             reasoning_history=self.reasoning_history,
             max_tokens_field=self.max_tokens_field,
             connect_timeout=self.upstream_connect_timeout,
+            first_byte_timeout=self.upstream_first_byte_timeout,
             read_timeout=self.upstream_read_timeout,
+            total_timeout=self.upstream_total_timeout,
         )
 
 
@@ -89,7 +95,10 @@ ENV = {
     "host": "RG_HOST",
     "port": "RG_PORT",
     "upstream_connect_timeout": "RG_UPSTREAM_CONNECT_TIMEOUT",
+    "upstream_first_byte_timeout": "RG_UPSTREAM_FIRST_BYTE_TIMEOUT",
     "upstream_read_timeout": "RG_UPSTREAM_READ_TIMEOUT",
+    "upstream_total_timeout": "RG_UPSTREAM_TOTAL_TIMEOUT",
+    "sse_keepalive": "RG_SSE_KEEPALIVE",
     "max_body_bytes": "RG_MAX_BODY_BYTES",
     "hosted_tools": "RG_HOSTED_TOOLS",
     "reasoning_history": "RG_REASONING_HISTORY",

@@ -34,7 +34,8 @@ log = logging.getLogger("responses_gateway.routing")
 
 KINDS = ("chat_completions", "anthropic", "responses", "demo")
 KEYS = {"match", "kind", "base_url", "api_key_env", "api_key", "model", "max_tokens", "reasoning_history",
-        "max_tokens_field", "connect_timeout", "read_timeout", "context_window"}
+        "max_tokens_field", "connect_timeout", "first_byte_timeout", "read_timeout", "idle_timeout",
+        "total_timeout", "context_window"}
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,10 @@ def load_rules(path: str, environ: Mapping[str, str] | None = None) -> list[Rule
             if not key:
                 log.warning("%s: environment variable %s is not set", where, entry["api_key_env"])
         fields = {k: entry[k] for k in ("model", "max_tokens", "reasoning_history", "max_tokens_field",
-                                        "connect_timeout", "read_timeout", "context_window") if k in entry}
+                                        "connect_timeout", "first_byte_timeout", "read_timeout", "total_timeout",
+                                        "context_window") if k in entry}
+        if "idle_timeout" in entry:  # the documented name of read_timeout
+            fields["read_timeout"] = entry["idle_timeout"]
         rules.append(Rule(entry["match"], Route(kind=kind, base_url=entry.get("base_url", ""), api_key=key,
                                                 **fields)))
     if not rules:

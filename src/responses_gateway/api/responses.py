@@ -81,7 +81,7 @@ async def create_response(request: Request) -> Response | EventStreamResponse:
     except ClientGone:
         return Response(status_code=499)  # nobody reads it; the upstream call was closed
     if req.stream:
-        return EventStreamResponse(started.batches)
+        return EventStreamResponse(started.batches, state.settings.sse_keepalive or None)
     final = started.final
     if final["status"] == "failed":
         error = final["error"] or {}

@@ -26,9 +26,13 @@ HEADERS = [
 ]
 
 
+KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it; proxies see the connection is alive
+
+
 class EventStreamResponse:
-    def __init__(self, batches: AsyncGenerator[list[dict[str, Any]], None]):
+    def __init__(self, batches: AsyncGenerator[list[dict[str, Any]], None], keepalive: float | None = 15.0):
         self.batches = batches
+        self.keepalive = keepalive  # seconds of silence before a comment goes out; None: never
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         task = asyncio.current_task()
@@ -45,14 +49,36 @@ class EventStreamResponse:
                     task.cancel()
                     return
 
+        loop = asyncio.get_running_loop()
+        last = loop.time()  # when anything was last sent
+
+        async def beat(every: float) -> None:
+            while True:
+                await asyncio.sleep(max(every - (loop.time() - last), 0.0))
+                if loop.time() - last >= every:
+                    await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+                    _sent()
+
+        def _sent() -> None:
+            nonlocal last
+            last = loop.time()
+
         watcher = asyncio.create_task(watch())
+        beater = None
         try:
             await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+            if self.keepalive:
+                beater = asyncio.create_task(beat(self.keepalive))
             ended = False
             async for events in self.batches:
                 ended = bool(events) and events[-1]["type"] in TERMINAL  # the last batch: nothing follows it
+                if ended and beater is not None:
+                    beater.cancel()  # nothing may follow the end of the body
                 body = encode_all(events) + DONE if ended else encode_all(events)
                 await send({"type": "http.response.body", "body": body, "more_body": not ended})
+                last = loop.time()
+            if beater is not None:
+                beater.cancel()
             if not ended:
                 await send({"type": "http.response.body", "body": DONE, "more_body": False})
         except asyncio.CancelledError:
@@ -63,4 +89,6 @@ class EventStreamResponse:
             pass
         finally:
             watcher.cancel()
+            if beater is not None:
+                beater.cancel()
             await self.batches.aclose()

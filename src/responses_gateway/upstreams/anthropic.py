@@ -66,7 +66,7 @@ class AnthropicUpstream(HTTPUpstream):
     async def open(self, call: Call) -> MessagesStream:
         resp = await self.post(f"{self.api}/messages", build_body(call, self.route), call.request.model,
                                upstream_http_error)
-        return MessagesStream(resp, call)
+        return MessagesStream(resp, call, self.route)
 
     async def count_tokens(self, call: Call) -> int | None:
         """Anthropic's exact count (`/v1/messages/count_tokens`), or None to fall back to the estimate."""

@@ -22,8 +22,12 @@ class Route:
     max_tokens: int | None = None  # used when the request sets no max_output_tokens (Anthropic needs one)
     reasoning_history: str = "reasoning_content"  # chat_completions: how earlier reasoning goes back
     max_tokens_field: str = "max_tokens"  # chat_completions: max_tokens | max_completion_tokens
+    # Deadlines, seconds (docs/routing.md): connecting; the upstream's answer (its headers); the longest silence
+    # between two reads of the stream (a reasoning model may think for minutes); the whole call.
     connect_timeout: float = 30.0
+    first_byte_timeout: float | None = 300.0
     read_timeout: float | None = 600.0
+    total_timeout: float | None = 3600.0
     context_window: int | None = None  # tokens; lets truncation "auto" fit the input before calling
 
 

@@ -116,7 +116,7 @@ class ChatCompletionsUpstream(HTTPUpstream):
     async def open(self, call: Call) -> ChatStream:
         resp = await self.post(f"{self.base}/chat/completions", build_body(call, self.route), call.request.model,
                                upstream_http_error)
-        return ChatStream(resp, call)
+        return ChatStream(resp, call, self.route)
 
     async def count_tokens(self, call: Call) -> int | None:
         """vLLM's (and SGLang's) exact count from `POST /tokenize` at the server root, with the chat template

@@ -3,6 +3,7 @@ stream (failures before it become HTTP errors), and the stream object that relea
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
@@ -36,6 +37,29 @@ def unreachable(exc: BaseException) -> UpstreamError:
                            status=502, code="upstream_unreachable")
 
 
+TIMEOUTS = {  # which deadline ran out → (code, message with the seconds)
+    "connect": ("upstream_connect_timeout", "Could not connect to the upstream model server within {:g} s "
+                                            "(connect timeout)."),
+    "first_byte": ("upstream_first_byte_timeout", "The upstream model server did not answer within {:g} s "
+                                                  "(first-byte timeout)."),
+    "idle": ("upstream_idle_timeout", "The upstream model server sent nothing for {:g} s mid-stream "
+                                      "(idle timeout)."),
+    "total": ("upstream_total_timeout", "The upstream model server's stream did not finish within {:g} s "
+                                        "(total timeout)."),
+}
+
+
+def timed_out(which: str, seconds: float | None) -> UpstreamError:
+    code, message = TIMEOUTS[which]
+    log.warning("upstream %s timeout after %s s", which, seconds)
+    return UpstreamError(message.format(seconds or 0), status=504, code=code)
+
+
+def _shortest(*limits: float | None) -> float | None:
+    given = [x for x in limits if x is not None]
+    return min(given) if given else None
+
+
 class HTTPUpstream:
     headers: dict[str, str]
 
@@ -48,8 +72,8 @@ class HTTPUpstream:
     def session(self) -> aiohttp.ClientSession:
         """Created on first use, inside the server's event loop; keeps upstream connections alive."""
         if self._session is None:
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.route.connect_timeout,
-                                            sock_read=self.route.read_timeout)
+            # connect here; first byte in post(), idle and total in BodyStream.chunks()
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.route.connect_timeout, sock_read=None)
             self._session = aiohttp.ClientSession(
                 timeout=timeout,
                 connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60, ttl_dns_cache=300),
@@ -99,8 +123,15 @@ class HTTPUpstream:
 
     async def post(self, url: str, body: dict[str, Any], model: str, http_error: HTTPError) -> aiohttp.ClientResponse:
         """POST and wait for the upstream's answer headers; anything but 200 is raised as its HTTP error."""
+        route = self.route
+        first_byte = _shortest(route.first_byte_timeout, route.total_timeout)
         try:
-            resp = await self.session.post(url, data=orjson.dumps(body), headers=self.headers)
+            async with asyncio.timeout(first_byte):
+                resp = await self.session.post(url, data=orjson.dumps(body), headers=self.headers)
+        except aiohttp.ConnectionTimeoutError:
+            raise timed_out("connect", route.connect_timeout) from None
+        except TimeoutError:
+            raise timed_out("first_byte", first_byte) from None
         except NETWORK_ERRORS as exc:
             raise unreachable(exc) from None
         if resp.status != 200:
@@ -120,11 +151,37 @@ class BodyStream:
     Subclasses write `_events()` and set `_complete` once the body was read to its end: the connection
     then goes back to the pool; otherwise it is closed, so the upstream sees the client went away."""
 
-    def __init__(self, resp: aiohttp.ClientResponse, call: Call):
+    def __init__(self, resp: aiohttp.ClientResponse, call: Call, route: Route | None = None):
         self.resp = resp
         self.call = call
         self._gen = self._events()
         self._complete = False
+        self.idle = route.read_timeout if route is not None else None
+        total = route.total_timeout if route is not None else None
+        self.total = total
+        self.deadline = asyncio.get_running_loop().time() + total if total else None
+
+    def _limit(self) -> tuple[float | None, str]:
+        """The time the next read may take, and which deadline that is."""
+        if self.deadline is None:
+            return self.idle, "idle"
+        left = self.deadline - asyncio.get_running_loop().time()
+        return (self.idle, "idle") if self.idle is not None and self.idle < left else (left, "total")
+
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
+        """The body as it arrives, within the route's idle deadline (the longest silence between two reads)
+        and total deadline (the whole stream)."""
+        content = self.resp.content
+        while True:
+            limit, which = self._limit()
+            try:
+                async with asyncio.timeout(limit):
+                    data = await content.readany()
+            except TimeoutError:
+                raise timed_out(which, self.idle if which == "idle" else self.total) from None
+            if not data:
+                return
+            yield data
 
     def __aiter__(self) -> AsyncGenerator[Batch, None]:
         return self._gen
@@ -142,8 +199,12 @@ class BodyStream:
 
     async def read_whole(self) -> bytes:
         """The body of a server that ignored `stream: true` and answered with one JSON object."""
+        limit, which = self._limit()
         try:
-            raw = await self.resp.read()
+            async with asyncio.timeout(limit):
+                raw = await self.resp.read()
+        except TimeoutError:
+            raise timed_out(which, self.idle if which == "idle" else self.total) from None
         except NETWORK_ERRORS:
             raise UpstreamError("The connection to the upstream model server was lost.") from None
         self._complete = True
@@ -154,7 +215,7 @@ class BodyStream:
         events before it were delivered; the body read to its end marks the stream complete."""
         decoder = SSEDecoder()
         try:
-            async for data in self.resp.content.iter_any():
+            async for data in self.chunks():
                 batch = parser.frames(decoder.feed(data))
                 if batch:
                     yield batch

@@ -207,12 +207,12 @@ class ResponsesUpstream(HTTPUpstream):
     async def open(self, call: Call) -> ResponsesStream:
         resp = await self.post(f"{self.base}/responses", build_body(call, self.route), call.request.model,
                                upstream_http_error)
-        return ResponsesStream(resp, call, signature_tag(self.route))
+        return ResponsesStream(resp, call, self.route, signature_tag(self.route))
 
 
 class ResponsesStream(BodyStream):
-    def __init__(self, resp: aiohttp.ClientResponse, call: Call, tag: str):
-        super().__init__(resp, call)
+    def __init__(self, resp: aiohttp.ClientResponse, call: Call, route: Route, tag: str):
+        super().__init__(resp, call, route)
         self.tag = tag  # marks the encrypted reasoning this upstream gave, to send it back only here
 
     async def _events(self) -> AsyncGenerator[Batch, None]:
@@ -229,7 +229,7 @@ class ResponsesStream(BodyStream):
                 raise mapper.error
             return
         try:
-            async for data in resp.content.iter_any():
+            async for data in self.chunks():
                 batch = mapper.map(acc.feed(data))
                 if batch:
                     yield batch
