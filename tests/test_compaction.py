@@ -440,3 +440,20 @@ def test_anthropic_upstream_trigger_and_round_trip(anthropic):
                                                 "stream": True})
         failed_cleanly(check_stream(resp.content, require_done=True))
 
+
+
+def test_the_tool_round_trip_just_before_the_compaction_item_is_kept(http, upstream):
+    """Codex puts its latest complete tool transaction right before the compaction item: the model sees it."""
+    upstream.enqueue(text_stream([SUMMARY]))
+    item = compact(http, CONVERSATION[:1])
+    upstream.enqueue(text_stream(["done"]))
+    dangling = {"type": "function_call", "call_id": "call_0", "name": "shell", "arguments": "{}"}
+    stream(http, {"model": MODEL, "store": False, "tools": [SHELL],
+                  "input": [CONVERSATION[0], CONVERSATION[1], dangling, *CONVERSATION[2:4], item]})
+    assert sent_messages(upstream) == [
+        {"role": "user", "content": "Build me a CLI in Rust."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": '{"cmd": "ls"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "main.rs"},
+        {"role": "user", "content": SUMMARY_PREFIX + SUMMARY},
+    ]
