@@ -12,18 +12,17 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.websockets import WebSocket
 
 from . import metrics
 from .api import conversations
 from .api.auth import KeyAuth
 from .api.compact import compact_response
-from .api.errors import HANDLERS, error_response
+from .api.errors import HANDLERS
 from .api.input_tokens import count_input_tokens
 from .api.responses import create_response
 from .api.stored import cancel_response, delete_response, get_response, list_input_items
+from .api.websocket import responses_websocket
 from .config import Settings
-from .errors import APIError
 from .routing import Router, load_rules
 from .store import open_store
 from .store.base import Store
@@ -74,16 +73,6 @@ async def health(request: Request) -> Response:
 async def list_models(request: Request) -> Response:
     models = await request.app.state.router.list_models()
     return Response(orjson.dumps({"object": "list", "data": models}), media_type="application/json")
-
-
-async def responses_websocket(websocket: WebSocket) -> None:
-    """WebSocket mode is not implemented: refuse the upgrade with a 4xx so clients fall back to HTTP."""
-    body = APIError(426, "WebSocket mode is not supported by this gateway; use HTTP POST /v1/responses.",
-                    code="websocket_not_supported").body()
-    if "websocket.http.response" in websocket.scope.get("extensions", {}):
-        await websocket.send_denial_response(error_response(426, body))
-    else:
-        await websocket.close(code=1008)
 
 
 def create_app(settings: Settings, upstream: Upstream | None = None, router: Router | None = None) -> Starlette:

@@ -76,6 +76,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--compaction-key", metavar="K1,K2",
                        help="secrets sealing compaction items; the first seals, all open (rotation) "
                             f"[{ENV['compaction_key']}; default: a key generated once and kept in the store]")
+    serve.add_argument("--websocket", choices=CHOICES["websocket"],
+                       help="WebSocket mode on GET /v1/responses; off answers 426 so clients use HTTP "
+                            f"[{ENV['websocket']}; default on]")
+    serve.add_argument("--websocket-max-minutes", type=float,
+                       help=f"lifetime of one WebSocket connection [{ENV['websocket_max_minutes']}; default 60]")
+    serve.add_argument("--websocket-ping-interval", type=float,
+                       help="seconds between keepalive pings, 0 for none; a pong later than that closes the "
+                            f"connection [{ENV['websocket_ping_interval']}; default 20]")
     return parser
 
 
@@ -159,7 +167,7 @@ def serve(settings: Settings) -> None:
         log.warning("DEMO MODE: answers come from a scripted demo model, not a real one. "
                     "Use --upstream URL to serve a real model server.")
     common: dict[str, Any] = dict(host=settings.host, port=settings.port, log_level=settings.log_level,
-                                  access_log=False, timeout_graceful_shutdown=5)
+                                  access_log=False, timeout_graceful_shutdown=5, **settings.server_options())
     if settings.workers > 1:
         # Each worker builds its own app from the environment.
         for name, var in ENV.items():

@@ -54,6 +54,12 @@ class Settings:
     # Compaction: secrets sealing compaction items, comma-separated; the first seals, all open (rotation).
     # None: a key generated once and kept in the store (docs/compaction.md).
     compaction_key: str | None = None
+    # WebSocket mode on GET /v1/responses ("off" answers the upgrade with 426, so clients use HTTP). A
+    # connection lives at most this many minutes; the server pings it this often (seconds, 0 = never) and
+    # drops it when a pong is that late. A frame may be as large as an HTTP body (max_body_bytes).
+    websocket: str = "on"
+    websocket_max_minutes: float = 60.0
+    websocket_ping_interval: float = 20.0
 
     def mcp_hosts(self) -> list[str]:
         return [h.strip() for h in (self.mcp_allow_hosts or "").split(",") if h.strip()]
@@ -67,6 +73,14 @@ class Settings:
 
     def compaction_keys(self) -> list[str]:
         return [k.strip() for k in (self.compaction_key or "").split(",") if k.strip()]
+
+    def server_options(self) -> dict[str, Any]:
+        """uvicorn's settings that follow from ours: the WebSocket keepalive and the largest frame it reads.
+
+        Frames up to 64 KiB over the limit still reach the gateway, which answers them with a clear
+        `request_too_large` error frame; anything larger is refused by the server itself (close code 1009)."""
+        ping = self.websocket_ping_interval or None
+        return dict(ws_max_size=self.max_body_bytes + 64 * 1024, ws_ping_interval=ping, ws_ping_timeout=ping)
 
     @property
     def is_demo(self) -> bool:
@@ -114,12 +128,16 @@ ENV = {
     "mcp_timeout": "RG_MCP_TIMEOUT",
     "max_tool_rounds": "RG_MAX_TOOL_ROUNDS",
     "compaction_key": "RG_COMPACTION_KEY",
+    "websocket": "RG_WEBSOCKET",
+    "websocket_max_minutes": "RG_WEBSOCKET_MAX_MINUTES",
+    "websocket_ping_interval": "RG_WEBSOCKET_PING_INTERVAL",
 }
 
 CHOICES = {
     "hosted_tools": ("drop", "reject"),
     "reasoning_history": ("reasoning_content", "reasoning", "drop"),
     "max_tokens_field": ("max_tokens", "max_completion_tokens"),
+    "websocket": ("on", "off"),
 }
 
 

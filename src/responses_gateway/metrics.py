@@ -20,6 +20,10 @@ responses = Counter("responses_gateway_responses", "Responses finished, by termi
 store_failures = Counter("responses_gateway_store_failures",
                          "Responses whose store write failed (the stream still ended properly).")
 store_purged = Counter("responses_gateway_store_purged", "Expired responses removed by retention.")
+websocket_connections = Counter("responses_gateway_websocket_connections",
+                                "WebSocket connections accepted on /v1/responses.")
+websocket_messages = Counter("responses_gateway_websocket_messages",
+                             "WebSocket messages received, by type (invalid: answered with an error frame).", ["type"])
 
 
 def render() -> bytes:

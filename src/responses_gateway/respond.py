@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .compaction.history import has_compaction
 from .composer import Composer
+from .generation import Usage
 from .mcp.history import lower_mcp
 from .pipeline import OnFinal, Steps, run
 from .protocol.items import normalize_input
@@ -21,7 +22,7 @@ from .protocol.response import skeleton
 from .protocol.tools import found_tools, normalize_tools
 from .state import conversation_history, resolve
 from .truncation import Truncating
-from .upstreams.base import Call, EventStream, Upstream
+from .upstreams.base import Batch, Call, EventStream, Upstream
 
 if TYPE_CHECKING:  # the MCP SDK is imported only by requests with MCP tools
     from .mcp.loop import MCPLoop
@@ -95,10 +96,11 @@ async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolve
 
 
 async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolver | None = None,
-                then: OnFinal | None = None) -> Started:
+                then: OnFinal | None = None, generate: bool = True) -> Started:
     """`state`: the app's state (settings, router, store). `resolver` replaces the store's history lookup
     (a WebSocket connection keeps its last response in memory); `then` runs with the final response after it
-    is stored and before the terminal event is sent."""
+    is stored and before the terminal event is sent. `generate=False` (a WebSocket warm-up) calls no model:
+    the response completes at once with no output, and its id can be chained like any other."""
     settings, store = state.settings, state.store
     prepared = await prepare(state, req, owner, resolver)
     call, history, items, upstream = prepared.call, prepared.history, prepared.items, prepared.upstream
@@ -123,7 +125,9 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
     loop: Steps | None = None
     stream: EventStream | None = None
     plan = prepared.compaction
-    if plan is not None and plan.summarize:
+    if not generate:
+        stream = NoGeneration()
+    elif plan is not None and plan.summarize:
         from .compaction.step import CompactionStep
 
         loop = CompactionStep(plan, call, history, upstream, answer=not prepared.trigger,
@@ -146,3 +150,13 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
 
     hook = on_final if save or conversation is not None or then is not None else None
     return Started(req, composer, history, items, owner, run(composer, stream, hook, loop))
+
+
+class NoGeneration:
+    """The upstream stream of a warm-up: nothing generated, zero tokens used."""
+
+    async def __aiter__(self) -> AsyncGenerator[Batch, None]:
+        yield [Usage()]
+
+    async def aclose(self) -> None:
+        pass

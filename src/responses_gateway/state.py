@@ -26,6 +26,11 @@ def not_found(response_id: str, param: str | None = None, code: str | None = Non
     return APIError(status, f"Response with id '{response_id}' not found.", param=param, code=code)
 
 
+def previous_not_found(previous_response_id: str) -> APIError:
+    return APIError(400, f"Previous response with id '{previous_response_id}' not found.",
+                    param="previous_response_id", code="previous_response_not_found")
+
+
 async def resolve(store: Store | None, previous_response_id: str | None, items: list[dict[str, Any]],
                   owner: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(history for the upstream, this request's items as they will be stored). Raises before any stream."""
@@ -38,8 +43,7 @@ async def resolve(store: Store | None, previous_response_id: str | None, items: 
     if previous_response_id and store is not None:
         found = await store.history(previous_response_id, owner)
         if found is None:
-            raise APIError(400, f"Previous response with id '{previous_response_id}' not found.",
-                           param="previous_response_id", code="previous_response_not_found")
+            raise previous_not_found(previous_response_id)
         history = [normalize_item(item, "previous_response") for item in found]
     if refs and store is not None:
         stored = await store.items_by_id(refs, owner)

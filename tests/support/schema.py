@@ -15,3 +15,4 @@ event_types = SPEC.event_types
 validate_event = SPEC.validate_event
 validate_response = SPEC.validate_response
 validate_request = SPEC.validate_request
+validate_ws_error = SPEC.validate_ws_error

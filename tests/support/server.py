@@ -14,7 +14,7 @@ from responses_gateway.config import Settings
 
 
 class UvicornThread:
-    def __init__(self, app, name: str = "asgi-server"):
+    def __init__(self, app, name: str = "asgi-server", **options):
         self.app = app
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -23,7 +23,7 @@ class UvicornThread:
         self.url = f"http://127.0.0.1:{self.port}"
         # keep-alive longer than any test: a loaded machine must not turn the idle-close race into failures
         config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1,
-                                timeout_keep_alive=120)
+                                timeout_keep_alive=120, **options)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -48,6 +48,7 @@ class UvicornThread:
 class GatewayServer(UvicornThread):
     """The real gateway (uvicorn + the ASGI app)."""
 
-    def __init__(self, settings: Settings, upstream=None):
+    def __init__(self, settings: Settings, upstream=None, **options):
+        """`options`: more uvicorn settings (e.g. ssl_certfile/ssl_keyfile)."""
         self.settings = settings
-        super().__init__(create_app(settings, upstream), name="gateway")
+        super().__init__(create_app(settings, upstream), name="gateway", **settings.server_options(), **options)

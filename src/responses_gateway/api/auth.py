@@ -42,8 +42,9 @@ class KeyAuth:
         if self.owners:
             checked = self._check(scope)
             if isinstance(checked, APIError):
-                if scope["type"] == "websocket":
+                if scope["type"] == "websocket" and "websocket.http.response" not in scope.get("extensions", {}):
                     return await send({"type": "websocket.close", "code": 1008})
+                # a refused WebSocket upgrade gets the same 401 and body as HTTP (the server's denial response)
                 return await render(checked)(scope, receive, send)
             owner = checked
         scope.setdefault("state", {})["owner"] = owner

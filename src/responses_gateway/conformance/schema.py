@@ -340,6 +340,10 @@ class SpecValidator:
         """Raise unless ``obj`` is a ResponseResource."""
         self._check("ResponseResource", obj, "response", upstream)
 
+    def validate_ws_error(self, frame: dict[str, Any]) -> None:
+        """Raise jsonschema.ValidationError unless ``frame`` is a WebSocketErrorEvent (WebSocket mode's error)."""
+        self._check("WebSocketErrorEvent", frame, "WebSocket error frame", upstream=False)
+
     def validate_request(self, body: dict[str, Any]) -> None:
         """Raise unless ``body`` is a CreateResponseBody."""
         self._check("CreateResponseBody", body, "request", upstream=False)

@@ -1,0 +1,197 @@
+"""WebSocket mode: `GET /v1/responses` upgraded, many responses over one connection, one at a time.
+
+The client sends text frames `{"type": "response.create", ...the POST body...}`; the gateway answers each
+with the very events an SSE stream carries (the same composer makes them), one JSON object per text frame,
+no `[DONE]`. Requests are answered strictly in order: a reader task takes frames off the socket and queues
+them, a worker runs them one by one, so even an error frame for a bad frame never lands inside the events of
+a running response. A request that fails before its stream starts gets an error frame
+`{"type": "error", "status": N, "error": {...}}` and the connection stays usable.
+
+`response.processed` (Codex acknowledges every response with it) is ignored without a reply: an error frame
+there would be read as the answer to the client's next request. The connection's most recent response is
+kept in memory (ws_cache.py), so `previous_response_id` works for `store: false` chains. A connection ends
+after `websocket_max_minutes` with the error code `websocket_connection_limit_reached` (clients such as Codex
+reconnect on it). If the client goes away, the running response is cancelled, which closes the upstream
+request, exactly as an HTTP client disconnect does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import orjson
+from starlette.websockets import WebSocket
+
+from .. import metrics
+from ..errors import SERVER_ERROR, APIError
+from ..protocol.request import parse_request
+from ..respond import start
+from .errors import error_response
+from .ws_cache import LastResponse
+
+log = logging.getLogger("responses_gateway.websocket")
+
+# Fields of response.create that are about the transport, not the response. `stream` and `stream_options`
+# are accepted and ignored (Codex always sends `"stream": true`); `generate` is the warm-up switch.
+ENVELOPE = ("type", "stream", "stream_options", "generate")
+
+LIMIT_REACHED = "websocket_connection_limit_reached"
+
+MESSAGES = {kind: metrics.websocket_messages.labels(type=kind)
+            for kind in ("response.create", "response.processed", "invalid")}
+
+
+async def responses_websocket(websocket: WebSocket) -> None:
+    state = websocket.app.state
+    if state.settings.websocket == "off":
+        return await refuse(websocket)
+    await websocket.accept()
+    metrics.websocket_connections.inc()
+    await Connection(websocket, state).serve()
+
+
+async def refuse(websocket: WebSocket) -> None:
+    """WebSocket mode switched off: refuse the upgrade with a 426 so clients fall back to HTTP."""
+    body = APIError(426, "WebSocket mode is not enabled on this gateway; use HTTP POST /v1/responses.",
+                    code="websocket_not_supported").body()
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        await websocket.send_denial_response(error_response(426, body))
+    else:
+        await websocket.close(code=1008)
+
+
+def error_frame(exc: APIError) -> str:
+    """The WebSocket error envelope: the HTTP status the same failure would have, and OpenAI's error object."""
+    return orjson.dumps({"type": "error", "status": exc.status, "error": {
+        "type": exc.type, "code": exc.code or exc.type, "message": exc.message, "param": exc.param,
+    }}).decode()
+
+
+class _Limit:
+    """Queued when the connection's lifetime is over: the worker ends the connection when it gets here."""
+
+
+LIMIT = _Limit()
+
+Job = dict[str, Any] | APIError | _Limit  # a response.create frame, an error to answer, or the end
+
+
+class Connection:
+    def __init__(self, websocket: WebSocket, state: Any):
+        self.websocket = websocket
+        self.state = state
+        self.settings = state.settings
+        self.owner = websocket.scope.get("state", {}).get("owner", "")
+        self.last = LastResponse(state.store)
+        self.queue: asyncio.Queue[Job] = asyncio.Queue()
+
+    async def serve(self) -> None:
+        worker = asyncio.create_task(self.work())
+        timer = asyncio.get_running_loop().call_later(self.settings.websocket_max_minutes * 60,
+                                                      self.queue.put_nowait, LIMIT)
+        try:
+            await self.read()
+        finally:
+            timer.cancel()
+            worker.cancel()  # the client is gone: a running response is cancelled, closing its upstream
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+
+    async def read(self) -> None:
+        """Frames off the socket into the queue, until the client leaves or the worker closes the connection."""
+        receive = self.websocket.receive
+        while True:
+            message = await receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            data = message.get("text")
+            if data is None:
+                data = message.get("bytes") or b""
+            job = self.parse(data)
+            MESSAGES["response.processed" if job is None else "response.create" if isinstance(job, dict)
+                     else "invalid"].inc()
+            if job is not None:
+                self.queue.put_nowait(job)
+
+    def parse(self, data: str | bytes) -> dict[str, Any] | APIError | None:
+        """A response.create frame, the error to answer instead, or None for a frame that needs no answer."""
+        limit = self.settings.max_body_bytes
+        if len(data) > limit:
+            return APIError(413, f"Message too large: the limit is {limit} bytes.", code="request_too_large")
+        try:
+            frame = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            return APIError(400, f"The message is not valid JSON: {exc}.", code="invalid_json")
+        kind = frame.get("type") if isinstance(frame, dict) else None
+        if kind == "response.create":
+            return frame  # type: ignore[no-any-return]  # a dict, checked above
+        if kind == "response.processed":
+            return None  # Codex's acknowledgement of a finished response: nothing to answer
+        if kind is None:
+            return APIError(400, "Each message must be a JSON object with a 'type', such as "
+                            "{\"type\": \"response.create\", ...}.", param="type", code="invalid_value")
+        return APIError(400, f"Unknown message type '{str(kind)[:64]}'. Supported values are: "
+                        "'response.create'.", param="type", code="invalid_value")
+
+    async def work(self) -> None:
+        try:
+            while True:
+                job = await self.queue.get()
+                if isinstance(job, _Limit):
+                    return await self.end()
+                if isinstance(job, APIError):
+                    await self.send(error_frame(job))
+                else:
+                    await self.respond(job)
+        except OSError:  # the server reports a send to a closed connection; the reader sees the disconnect
+            pass
+
+    async def respond(self, frame: dict[str, Any]) -> None:
+        last = self.last
+        try:
+            generate = frame.get("generate", True)
+            if frame.get("background"):
+                raise APIError(400, "Background responses are not available in WebSocket mode; use HTTP.",
+                               param="background", code="unsupported_parameter")
+            if not isinstance(generate, bool):
+                raise APIError(400, "Invalid type for 'generate': expected a boolean.", param="generate",
+                               code="invalid_type")
+            body = {k: v for k, v in frame.items() if k not in ENVELOPE}
+            req = parse_request(orjson.dumps(body))
+
+            async def then(final: dict[str, Any]) -> None:  # after the store, before the terminal event goes out
+                last.remember(started.composer.stored(), started.history)
+
+            started = await start(self.state, req, self.owner, resolver=last.resolve, then=then,
+                                  generate=generate)
+        except APIError as exc:
+            last.forget()
+            return await self.send(error_frame(exc))
+        except Exception:
+            log.exception("WebSocket request failed inside the gateway")
+            last.forget()
+            return await self.send(error_frame(SERVER_ERROR))
+        send = self.websocket.send
+        try:
+            async for events in started.batches:
+                for event in events:
+                    await send({"type": "websocket.send", "text": orjson.dumps(event).decode()})
+        finally:
+            await started.batches.aclose()
+
+    async def send(self, text: str) -> None:
+        await self.websocket.send({"type": "websocket.send", "text": text})
+
+    async def end(self) -> None:
+        """The lifetime limit: say so (every request still waiting gets the same answer), then close."""
+        minutes = f"{self.settings.websocket_max_minutes:g}"
+        error = APIError(400, f"WebSocket connection limit reached ({minutes} minutes). Create a new WebSocket "
+                         "connection to continue.", code=LIMIT_REACHED)
+        await self.send(error_frame(error))
+        while not self.queue.empty():
+            if isinstance(self.queue.get_nowait(), dict):
+                await self.send(error_frame(error))
+        await self.websocket.close(code=1000)
