@@ -88,7 +88,7 @@ def split(text: str, size: int) -> list[str]:
     return [text[i:i + size] for i in range(0, len(text), size)]
 
 
-def run_codex(binary: Path, prompt: str, home: Path, work: Path) -> subprocess.CompletedProcess:
+def run_codex(binary: Path, prompt: str, home: Path, work: Path, **extra_env: str) -> subprocess.CompletedProcess:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),  # nothing of the developer's ~/.codex, ~/.gitconfig, ... leaks in
@@ -96,6 +96,7 @@ def run_codex(binary: Path, prompt: str, home: Path, work: Path) -> subprocess.C
         API_KEY_VAR: "sk-e2e-test",
         "NO_PROXY": "127.0.0.1,localhost",  # no proxy variables are passed, but be explicit
         "LANG": "C.UTF-8",
+        **extra_env,
     }
     cmd = [str(binary), "exec", "--json", "--ephemeral", "--skip-git-repo-check",
            "--dangerously-bypass-approvals-and-sandbox", prompt]

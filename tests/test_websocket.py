@@ -146,6 +146,8 @@ def test_an_error_frame_leaves_the_connection_usable(gateway, upstream):
         assert frame["status"] == 400 and frame["error"]["param"] == "temperature"
         frame = error_of(turn(ws, model="m", input="x", background=True))
         assert frame["error"]["code"] == "unsupported_parameter" and frame["error"]["param"] == "background"
+        frame = error_of(turn(ws, model="m", input="x", stream_id="lane-1"))  # lanes are not supported
+        assert frame["error"]["param"] == "stream_id"
         assert checked(turn(ws, model="m", input="x")).text == "fine"
 
 

@@ -1,0 +1,128 @@
+"""End to end: the real Codex CLI with its BUILT-IN OpenAI provider pointed at the gateway.
+
+This is how most people point Codex at a gateway: `openai_base_url = "http://HOST:PORT/v1"` in config.toml
+(or OPENAI_BASE_URL) and the key in OPENAI_API_KEY. Codex then speaks the Responses WebSocket: it opens
+`GET /v1/responses`, warms the connection up with `generate: false`, and sends every later request as
+`previous_response_id` plus only the new items, with `store: false`. The test requires that path from
+start to end — no "failed to connect to Responses WebSocket", no fallback to HTTP — and checks that the
+upstream still received the full history every time. A custom provider with `supports_websockets = true`
+takes the same path. With `--websocket off` Codex falls back to HTTP and still completes, which also shows
+that the fallback lines this test looks for are the ones Codex really prints.
+
+The binary and the scripted upstream are those of test_codex_e2e.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from responses_gateway import metrics
+from responses_gateway.config import Settings
+from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
+from tests.support.server import GatewayServer
+from tests.test_codex_e2e import CALL_ID, GREETING, MODEL, PATCH, codex_bin, jsonl, run_codex, split
+
+COMMON = """\
+model = "{model}"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+"""
+
+BUILTIN = 'openai_base_url = "{base_url}"\n' + COMMON
+
+CUSTOM_WS = 'model_provider = "gw"\n' + COMMON + """
+[model_providers.gw]
+name = "Gateway under test"
+base_url = "{base_url}"
+env_key = "OPENAI_API_KEY"
+wire_api = "responses"
+supports_websockets = true
+request_max_retries = 0
+stream_max_retries = 0
+"""
+
+# What Codex prints when the WebSocket does not work and it switches to HTTP.
+FALLBACK = re.compile(r"failed to connect to (the )?Responses WebSocket|fall(ing|s)? ?back|HTTP fallback", re.I)
+
+
+def ws_counts() -> tuple[int, int]:
+    return (metrics.counters["websocket_connections_total"],
+            metrics.counters['websocket_messages_total{type="response.create"}'])
+
+
+def script_patch_then_done(upstream) -> None:
+    arguments = json.dumps({"input": PATCH})
+    upstream.enqueue(
+        tool_calls_stream([(CALL_ID, "apply_patch", split(arguments, 9))], model=MODEL,
+                          usage=make_usage(prompt_tokens=9000, completion_tokens=40)),
+        text_stream(["Do", "ne."], model=MODEL, usage=make_usage(prompt_tokens=9100, completion_tokens=3)),
+    )
+
+
+def codex_task(gateway, tmp_path, config: str):
+    binary = codex_bin()
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".codex" / "config.toml").write_text(config.format(model=MODEL, base_url=f"{gateway.url}/v1"))
+    work = tmp_path / "work"
+    work.mkdir()
+    result = run_codex(binary, "Create hello.txt", home, work, OPENAI_API_KEY="sk-e2e-test")
+    output = f"codex exit code {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.returncode == 0, output
+    assert (work / "hello.txt").read_text() == f"{GREETING}\n", output
+    events = jsonl(result.stdout)
+    assert events[-1].get("type") == "turn.completed", output
+    assert not [e for e in events if e.get("type") in ("error", "turn.failed")], output
+    messages = [e["item"].get("text") for e in events if e.get("type") == "item.completed"
+                and e["item"].get("type") == "agent_message"]
+    assert messages and messages[-1] == "Done.", output
+    return result, output
+
+
+@pytest.mark.parametrize("config", [BUILTIN, CUSTOM_WS], ids=["builtin-provider", "custom-provider-websocket"])
+def test_codex_uses_the_websocket_without_fallback(gateway, upstream, tmp_path, config):
+    script_patch_then_done(upstream)
+    connections, creates = ws_counts()
+    result, output = codex_task(gateway, tmp_path, config)
+
+    assert not FALLBACK.search(result.stdout + result.stderr), output
+    new_connections, new_creates = ws_counts()
+    assert new_connections > connections, "Codex never opened a WebSocket"
+    # the warm-up and the two model requests of the turn, all as WebSocket messages
+    assert new_creates - creates >= 3, (new_creates - creates, output)
+
+    # The warm-up called no model; the turn's two requests did, each with the full history although Codex
+    # sent the second one as previous_response_id plus the apply_patch output alone.
+    posts = [r.body for r in upstream.requests if r.method == "POST"]
+    assert len(posts) == 2, output
+    first, second = (body["messages"] for body in posts)
+    assert second[:len(first)] == first
+    at = next(i for i, m in enumerate(second) if m["role"] == "assistant" and m.get("tool_calls"))
+    assert second[at]["tool_calls"][0]["id"] == CALL_ID
+    assert second[at + 1]["role"] == "tool" and "hello.txt" in second[at + 1]["content"]
+
+
+def test_codex_falls_back_to_http_when_websocket_mode_is_off(upstream, tmp_path):
+    with GatewayServer(Settings(upstream_url=upstream.base_url, db=str(tmp_path / "db.sqlite"),
+                                websocket="off")) as gateway:
+        script_patch_then_done(upstream)
+        connections, _ = ws_counts()
+        result, output = codex_task(gateway, tmp_path, BUILTIN)
+    assert FALLBACK.search(result.stdout + result.stderr), output
+    assert ws_counts()[0] == connections
+    assert len([r for r in upstream.requests if r.method == "POST"]) == 2, output
