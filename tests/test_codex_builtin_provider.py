@@ -23,38 +23,24 @@ from responses_gateway import metrics
 from responses_gateway.config import Settings
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
 from tests.support.server import GatewayServer
-from tests.test_codex_e2e import CALL_ID, GREETING, MODEL, PATCH, codex_bin, jsonl, run_codex, split
+from tests.test_codex_e2e import (
+    CALL_ID,
+    COMMON,
+    CONFIG,
+    GREETING,
+    MODEL,
+    PATCH,
+    codex_bin,
+    jsonl,
+    run_codex,
+    split,
+)
 
-COMMON = """\
-model = "{model}"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
+BUILTIN = 'model = "{model}"\nopenai_base_url = "{base_url}"\n' + COMMON
 
-[analytics]
-enabled = false
+# the custom provider of test_codex_e2e.py (its table comes last), opting in to WebSockets
+CUSTOM_WS = CONFIG + "supports_websockets = true\n"
 
-[feedback]
-enabled = false
-
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-"""
-
-BUILTIN = 'openai_base_url = "{base_url}"\n' + COMMON
-
-CUSTOM_WS = 'model_provider = "gw"\n' + COMMON + """
-[model_providers.gw]
-name = "Gateway under test"
-base_url = "{base_url}"
-env_key = "OPENAI_API_KEY"
-wire_api = "responses"
-supports_websockets = true
-request_max_retries = 0
-stream_max_retries = 0
-"""
 
 # What Codex prints when the WebSocket does not work and it switches to HTTP.
 FALLBACK = re.compile(r"failed to connect to (the )?Responses WebSocket|fall(ing|s)? ?back|HTTP fallback", re.I)
@@ -78,7 +64,8 @@ def codex_task(gateway, tmp_path, config: str):
     binary = codex_bin()
     home = tmp_path / "home"
     (home / ".codex").mkdir(parents=True)
-    (home / ".codex" / "config.toml").write_text(config.format(model=MODEL, base_url=f"{gateway.url}/v1"))
+    (home / ".codex" / "config.toml").write_text(
+        config.format(model=MODEL, base_url=f"{gateway.url}/v1", key_var="OPENAI_API_KEY"))
     work = tmp_path / "work"
     work.mkdir()
     result = run_codex(binary, "Create hello.txt", home, work, OPENAI_API_KEY="sk-e2e-test")

@@ -42,21 +42,11 @@ CALL_ID = "call_apply_patch_1"
 GREETING = "Hello from the responses-gateway e2e test"
 PATCH = f"*** Begin Patch\n*** Add File: hello.txt\n+{GREETING}\n*** End Patch\n"
 
-CONFIG = """\
-model = "{model}"
-model_provider = "gw"
+# Everything but the provider: shared with test_codex_builtin_provider.py, which uses the built-in one.
+COMMON = """\
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
-
-[model_providers.gw]
-name = "Gateway under test"
-base_url = "{base_url}"
-env_key = "{key_var}"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-stream_idle_timeout_ms = 30000
 
 [analytics]
 enabled = false
@@ -69,6 +59,17 @@ enabled = false
 plugins = false
 remote_plugin = false
 apps = false
+"""
+
+CONFIG = 'model = "{model}"\nmodel_provider = "gw"\n' + COMMON + """
+[model_providers.gw]
+name = "Gateway under test"
+base_url = "{base_url}"
+env_key = "{key_var}"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+stream_idle_timeout_ms = 30000
 """
 
 
