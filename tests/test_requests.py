@@ -84,15 +84,18 @@ def test_unknown_route_and_method(http):
     assert http.get("/v1/responses").status_code == 405
 
 
-def test_websocket_upgrade_is_refused_with_a_4xx(gateway):
+def test_websocket_upgrade_is_refused_with_a_4xx_when_websocket_mode_is_off(upstream):
     import socket
 
-    with socket.create_connection(("127.0.0.1", gateway.port), timeout=5) as sock:
+    from responses_gateway.config import Settings
+    from tests.support.server import GatewayServer
+
+    with GatewayServer(Settings(upstream_url=upstream.base_url, db="none", websocket="off")) as gateway, \
+            socket.create_connection(("127.0.0.1", gateway.port), timeout=5) as sock:
         sock.sendall(b"GET /v1/responses HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                      b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
         status_line = sock.recv(4096).split(b"\r\n", 1)[0]
-    status = int(status_line.split()[1])
-    assert 400 <= status < 500
+    assert int(status_line.split()[1]) == 426
 
 
 def test_health_and_models(http, upstream):
