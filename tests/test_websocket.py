@@ -23,11 +23,12 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from responses_gateway.config import Settings
+from responses_gateway.conformance.rules import TERMINAL
 from tests.helpers import sdk_validate
 from tests.support.fake_chat import Sleep, Stream, error_in_stream, text_stream, tool_calls_stream
 from tests.support.schema import validate_event, validate_response, validate_ws_error
 from tests.support.server import GatewayServer
-from tests.support.stream_check import TERMINAL, check_stream
+from tests.support.stream_check import check_stream
 
 WS_EVENT = TypeAdapter(ResponsesServerEvent)
 
@@ -51,7 +52,8 @@ def read_turn(ws: ClientConnection) -> list[dict]:
 
 
 def checked(events: list[dict]):
-    """The frames of one response, through every check an SSE stream gets; returns the StreamResult."""
+    """The frames of one response, through every check an SSE stream gets (framed as SSE, so that the
+    sequence numbers are checked too); returns the StreamResult."""
     sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
     result = check_stream(sse)
     for event in events:
