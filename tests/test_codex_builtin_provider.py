@@ -19,7 +19,6 @@ import re
 
 import pytest
 
-from responses_gateway import metrics
 from responses_gateway.config import Settings
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
 from tests.support.server import GatewayServer
@@ -35,6 +34,7 @@ from tests.test_codex_e2e import (
     run_codex,
     split,
 )
+from tests.test_websocket import metric
 
 BUILTIN = 'model = "{model}"\nopenai_base_url = "{base_url}"\n' + COMMON
 
@@ -46,9 +46,9 @@ CUSTOM_WS = CONFIG + "supports_websockets = true\n"
 FALLBACK = re.compile(r"failed to connect to (the )?Responses WebSocket|fall(ing|s)? ?back|HTTP fallback", re.I)
 
 
-def ws_counts() -> tuple[int, int]:
-    return (metrics.counters["websocket_connections_total"],
-            metrics.counters['websocket_messages_total{type="response.create"}'])
+def ws_counts(gateway) -> tuple[float, float]:
+    return (metric(gateway, "responses_gateway_websocket_connections_total"),
+            metric(gateway, 'responses_gateway_websocket_messages_total{type="response.create"}'))
 
 
 def script_patch_then_done(upstream) -> None:
@@ -84,11 +84,11 @@ def codex_task(gateway, tmp_path, config: str):
 @pytest.mark.parametrize("config", [BUILTIN, CUSTOM_WS], ids=["builtin-provider", "custom-provider-websocket"])
 def test_codex_uses_the_websocket_without_fallback(gateway, upstream, tmp_path, config):
     script_patch_then_done(upstream)
-    connections, creates = ws_counts()
+    connections, creates = ws_counts(gateway)
     result, output = codex_task(gateway, tmp_path, config)
 
     assert not FALLBACK.search(result.stdout + result.stderr), output
-    new_connections, new_creates = ws_counts()
+    new_connections, new_creates = ws_counts(gateway)
     assert new_connections > connections, "Codex never opened a WebSocket"
     # the warm-up and the two model requests of the turn, all as WebSocket messages
     assert new_creates - creates >= 3, (new_creates - creates, output)
@@ -108,8 +108,8 @@ def test_codex_falls_back_to_http_when_websocket_mode_is_off(upstream, tmp_path)
     with GatewayServer(Settings(upstream_url=upstream.base_url, db=str(tmp_path / "db.sqlite"),
                                 websocket="off")) as gateway:
         script_patch_then_done(upstream)
-        connections, _ = ws_counts()
+        connections, _ = ws_counts(gateway)
         result, output = codex_task(gateway, tmp_path, BUILTIN)
+        assert ws_counts(gateway)[0] == connections
     assert FALLBACK.search(result.stdout + result.stderr), output
-    assert ws_counts()[0] == connections
     assert len([r for r in upstream.requests if r.method == "POST"]) == 2, output
