@@ -46,7 +46,7 @@ def make_router(settings: Settings, upstream: Upstream | None = None) -> Router:
 
 
 def make_store(settings: Settings) -> Store | None:
-    return None if settings.db == "none" else open_store(settings.db, settings.retention_days)
+    return None if settings.db == "none" else open_store(settings.db, settings.retention_days, settings.db_timeout)
 
 
 async def purge_forever(store: Store, every: float = 3600.0) -> None:

@@ -51,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
             ("--upstream-total-timeout", "upstream_total_timeout", 3600, "for a whole upstream call")):
         serve.add_argument(flag, dest=name, type=float, metavar="S",
                            help=f"seconds {what} [{ENV[name]}; default {default}]")
+    serve.add_argument("--db-timeout", type=float, metavar="S",
+                       help=f"seconds for a database connection and each statement [{ENV['db_timeout']}; default 10]")
     serve.add_argument("--sse-keepalive", type=float, metavar="S",
                        help=f"SSE comment after this many seconds of silence [{ENV['sse_keepalive']}; default 15]")
     serve.add_argument("--max-body-bytes", type=int, help=f"request size limit [{ENV['max_body_bytes']}]")

@@ -42,6 +42,7 @@ class Settings:
     # State: None = SQLite in the user's data directory; a path or sqlite:///path; postgresql://...; "none".
     db: str | None = None
     retention_days: float = 30.0
+    db_timeout: float = 10.0  # seconds for a database connection and for each statement
     # Inbound keys: when any are set, every /v1 request needs `Authorization: Bearer <key>`.
     api_keys: str | None = None  # comma-separated
     api_keys_file: str | None = None
@@ -121,6 +122,7 @@ ENV = {
     "workers": "RG_WORKERS",
     "db": "RG_DB",
     "retention_days": "RG_RETENTION_DAYS",
+    "db_timeout": "RG_DB_TIMEOUT",
     "api_keys": "RG_API_KEYS",
     "api_keys_file": "RG_API_KEYS_FILE",
     "config": "RG_CONFIG",

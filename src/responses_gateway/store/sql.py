@@ -9,13 +9,14 @@ after it until retention removes them, so deleting one turn never breaks a later
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -23,6 +24,7 @@ from urllib.parse import urlparse
 
 import orjson
 
+from ..errors import APIError
 from .base import Page
 
 log = logging.getLogger("responses_gateway.store")
@@ -118,10 +120,23 @@ def default_sqlite_path() -> Path:
     return Path(base) / "responses-gateway" / "responses.db"
 
 
-def open_store(url: str | None, retention_days: float = 30.0) -> SQLStore:
+class StoreUnavailable(APIError):
+    """The database did not answer in time or lost its connection: the request fails, nothing is lost."""
+
+    def __init__(self) -> None:
+        super().__init__(503, "The gateway's database is not answering; please retry.", type="server_error",
+                         code="store_unavailable")
+
+
+DB_TIMEOUT = 10.0  # seconds: a stalled database fails a request cleanly instead of holding it forever
+
+
+def open_store(url: str | None, retention_days: float = 30.0, timeout: float = DB_TIMEOUT) -> SQLStore:
     """`url`: None (SQLite in the user's data directory), a path, `sqlite:///path`, or `postgresql://...`."""
     if url and url.startswith(("postgres://", "postgresql://")):
-        return SQLStore(_Postgres(url), retention_days)
+        engine = _Postgres(url)
+        engine.timeout = timeout
+        return SQLStore(engine, retention_days)
     if url and url.startswith("sqlite:"):
         parsed = urlparse(url)
         path = Path(parsed.path if parsed.netloc == "" else parsed.netloc + parsed.path)
@@ -469,11 +484,13 @@ class _Postgres:
         parsed = urlparse(url)
         self.label = f"postgresql://{parsed.hostname or ''}:{parsed.port or 5432}{parsed.path}"  # no password
         self.pool: Any = None  # an asyncpg.Pool (asyncpg publishes no types)
+        self.timeout = DB_TIMEOUT  # seconds for a connection from the pool, and for each statement
 
     async def connect(self) -> None:
         import asyncpg
 
-        self.pool = await asyncpg.create_pool(self.url, min_size=1, max_size=10)
+        self.pool = await asyncpg.create_pool(self.url, min_size=1, max_size=10, timeout=self.timeout,
+                                              command_timeout=self.timeout)
 
     async def close(self) -> None:
         if self.pool is not None:
@@ -481,7 +498,7 @@ class _Postgres:
             self.pool = None
 
     async def migrate(self, migrations: list[list[str]]) -> int:
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.pool.acquire(timeout=self.timeout) as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(727274)")  # one migrator at a time
             await conn.execute("CREATE TABLE IF NOT EXISTS rg_schema (version INTEGER NOT NULL)")
             current = await conn.fetchval("SELECT max(version) FROM rg_schema") or 0
@@ -493,8 +510,12 @@ class _Postgres:
         return len(migrations)
 
     async def write(self, statements: Statements, count_last: bool = False) -> int:
+        with self._unavailable():
+            return await self._write(statements, count_last)
+
+    async def _write(self, statements: Statements, count_last: bool) -> int:
         count = 0
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.pool.acquire(timeout=self.timeout) as conn, conn.transaction():
             for sql, rows in statements:
                 if not rows:
                     continue
@@ -506,16 +527,30 @@ class _Postgres:
         return count
 
     async def execute_count(self, sql: str, args: tuple[Any, ...]) -> int:
-        async with self.pool.acquire() as conn:
-            status = await conn.execute(_pg(sql), *args)
+        with self._unavailable():
+            async with self.pool.acquire(timeout=self.timeout) as conn:
+                status = await conn.execute(_pg(sql), *args)
         return int(status.rsplit(" ", 1)[-1])
 
     async def fetchone(self, sql: str, args: tuple[Any, ...]) -> Row | None:
-        async with self.pool.acquire() as conn:
-            row: Row | None = await conn.fetchrow(_pg(sql), *args)
+        with self._unavailable():
+            async with self.pool.acquire(timeout=self.timeout) as conn:
+                row: Row | None = await conn.fetchrow(_pg(sql), *args)
         return row
 
     async def fetchall(self, sql: str, args: tuple[Any, ...]) -> list[Row]:
-        async with self.pool.acquire() as conn:
-            rows: list[Row] = await conn.fetch(_pg(sql), *args)
+        with self._unavailable():
+            async with self.pool.acquire(timeout=self.timeout) as conn:
+                rows: list[Row] = await conn.fetch(_pg(sql), *args)
         return rows
+
+    @contextlib.contextmanager
+    def _unavailable(self) -> Iterator[None]:
+        """A database that does not answer within the deadline, or whose connection broke, is a 503."""
+        import asyncpg
+
+        try:
+            yield
+        except (TimeoutError, OSError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError) as exc:
+            log.warning("database %s unavailable: %s", self.label, exc.__class__.__name__)
+            raise StoreUnavailable() from exc
