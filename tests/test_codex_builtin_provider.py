@@ -6,7 +6,9 @@ This is how most people point Codex at a gateway: `openai_base_url = "http://HOS
 `previous_response_id` plus only the new items, with `store: false`. The test requires that path from
 start to end — no "failed to connect to Responses WebSocket", no fallback to HTTP — and checks that the
 upstream still received the full history every time. A custom provider with `supports_websockets = true`
-takes the same path. With `--websocket off` Codex falls back to HTTP and still completes, which also shows
+takes the same path. With `model_auto_compact_token_limit` far below the first request's usage, Codex
+compacts remotely in the middle of the turn (a `compaction_trigger` request over the same WebSocket), and
+finishes the task from the summary. With `--websocket off` Codex falls back to HTTP and still completes, which also shows
 that the fallback lines this test looks for are the ones Codex really prints.
 
 The binary and the scripted upstream are those of test_codex_e2e.py.
@@ -19,8 +21,9 @@ import re
 
 import pytest
 
+from responses_gateway.compaction.history import SUMMARY_PREFIX
 from responses_gateway.config import Settings
-from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
+from tests.support.fake_chat import RecordedRequest, Stream, make_usage, text_stream, tool_calls_stream
 from tests.support.server import GatewayServer
 from tests.test_codex_e2e import (
     CALL_ID,
@@ -42,6 +45,10 @@ BUILTIN = 'model = "{model}"\nopenai_base_url = "{base_url}"\n' + COMMON
 CUSTOM_WS = CONFIG + "supports_websockets = true\n"
 
 
+# Auto-compaction far below the first request's reported usage: Codex compacts in the middle of the turn.
+COMPACT_LIMIT = 'model_auto_compact_token_limit = 4000\n'
+SUMMARY = "The user asked for hello.txt; apply_patch created it with the greeting."
+
 # What Codex prints when the WebSocket does not work and it switches to HTTP.
 FALLBACK = re.compile(r"failed to connect to (the )?Responses WebSocket|fall(ing|s)? ?back|HTTP fallback", re.I)
 
@@ -58,6 +65,22 @@ def script_patch_then_done(upstream) -> None:
                           usage=make_usage(prompt_tokens=9000, completion_tokens=40)),
         text_stream(["Do", "ne."], model=MODEL, usage=make_usage(prompt_tokens=9100, completion_tokens=3)),
     )
+
+
+def model_for_a_compacting_session(request: RecordedRequest) -> Stream:
+    """The fake model, by what the gateway asks: a summary for a compaction (offered tools, none may be
+    called), "Done." once the patch's output or the summary of its work is in the history, else the
+    apply_patch call with usage far above Codex's auto-compaction limit."""
+    body = request.body
+    messages = body["messages"]
+    if body.get("tool_choice") == "none":
+        return Stream(text_stream([SUMMARY], model=MODEL, usage=make_usage(prompt_tokens=900, completion_tokens=20)))
+    if any(m["role"] == "tool" for m in messages) or SUMMARY in json.dumps(messages):
+        return Stream(text_stream(["Do", "ne."], model=MODEL,
+                                  usage=make_usage(prompt_tokens=800, completion_tokens=3)))
+    arguments = json.dumps({"input": PATCH})
+    return Stream(tool_calls_stream([(CALL_ID, "apply_patch", split(arguments, 9))], model=MODEL,
+                                    usage=make_usage(prompt_tokens=9000, completion_tokens=40)))
 
 
 def codex_task(gateway, tmp_path, config: str):
@@ -102,6 +125,25 @@ def test_codex_uses_the_websocket_without_fallback(gateway, upstream, tmp_path, 
     at = next(i for i, m in enumerate(second) if m["role"] == "assistant" and m.get("tool_calls"))
     assert second[at]["tool_calls"][0]["id"] == CALL_ID
     assert second[at + 1]["role"] == "tool" and "hello.txt" in second[at + 1]["content"]
+
+
+def test_codex_compacts_remotely_over_the_websocket(gateway, upstream, tmp_path):
+    """The whole issue in one run: built-in provider, WebSocket, a remote compaction mid-turn, the task done."""
+    upstream.default = model_for_a_compacting_session
+    connections, creates = ws_counts(gateway)
+    result, output = codex_task(gateway, tmp_path, COMPACT_LIMIT + BUILTIN)
+
+    assert not FALLBACK.search(result.stdout + result.stderr), output
+    assert "remote compact" not in (result.stdout + result.stderr).lower(), output  # "Error running remote compact task"
+    assert ws_counts(gateway)[0] > connections
+    # warm-up, the patch request, the compaction, the request after it: all over the WebSocket
+    assert ws_counts(gateway)[1] - creates >= 4, output
+    posts = [r.body for r in upstream.requests if r.method == "POST"]
+    summaries = [b for b in posts if b.get("tool_choice") == "none"]
+    assert len(summaries) == 1, output  # the gateway summarised the history with the upstream model, once
+    # the request after the compaction: the summary stands in for what it covers
+    last = posts[-1]["messages"]
+    assert any(m["role"] == "user" and m["content"] == SUMMARY_PREFIX + SUMMARY for m in last), last
 
 
 def test_codex_falls_back_to_http_when_websocket_mode_is_off(upstream, tmp_path):
