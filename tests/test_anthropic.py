@@ -125,6 +125,17 @@ def test_text_split_anywhere_and_padded(http, fake):
     assert result.terminal["type"] == "response.completed"
 
 
+def test_crlf_split_across_reads(http, fake):
+    """CRLF line ends whose `\\r` and `\\n` arrive in different reads: every `event:` line stays one line."""
+    data = "".join(message_stream(text_block(0, ["Hel", "lo"]))).replace("\n", "\r\n").encode()
+    pieces = data.split(b"\r")
+    # (the pause between writes makes each piece its own network read)
+    fake.enqueue(Stream([p + b"\r" for p in pieces[:-1]] + [pieces[-1]], delay=0.02))
+    result = stream(http, {"model": "m", "input": "hi"})
+    assert result.text == "Hello"
+    assert result.terminal["type"] == "response.completed"
+
+
 def test_non_streaming_request(http, fake):
     fake.enqueue(message_stream(text_block(0, ["Just ", "this."])))
     obj = create(http, {"model": "m", "input": "hi"})
