@@ -639,3 +639,97 @@ def test_input_tokens_counted_by_anthropic(http, fake):
     [sent] = fake.counted
     assert r.json() == {"object": "response.input_tokens", "input_tokens": fake.fake_token_count(sent.body)}
     assert sent.body["system"] and sent.body["tools"][0]["name"] == "f" and "max_tokens" not in sent.body
+
+
+# --------------------------------------------------------------------------- what Anthropic refuses, kept out
+# (FakeAnthropic answers 400 to each of these, as Anthropic does: these requests went through before only by
+# failing there)
+
+
+@pytest.mark.parametrize("choice,expected", [
+    ("required", {"type": "any"}), ({"type": "function", "name": "get_weather"}, {"type": "tool", "name": "get_weather"}),
+])
+def test_forced_tool_choice_goes_without_thinking(http, fake, choice, expected):
+    fake.enqueue(message_stream(tool_use_block(0, "toolu_01W", "get_weather", ['{"city": "Paris"}']),
+                                stop_reason="tool_use"))
+    result = stream(http, {"model": "m", "input": "Weather?", "tools": [WEATHER], "tool_choice": choice,
+                           "reasoning": {"effort": "high"}})
+    assert result.terminal["type"] == "response.completed"
+    sent = fake.requests[0].body
+    assert sent["tool_choice"] == expected and "thinking" not in sent
+
+
+def test_continuing_without_the_signed_thinking_goes_without_thinking(http, fake):
+    """The client left the reasoning out, or sent an id the store does not know: no thinking for that call."""
+    for reasoning in ([], [{"id": "rs_unknown", "type": "reasoning", "summary": []}]):
+        fake.reset()
+        fake.enqueue(message_stream(text_block(0, ["Sunny."])))
+        result = stream(http, {"model": "m", "tools": [WEATHER], "reasoning": {"effort": "medium"}, "input": [
+            {"role": "user", "content": "Weather in Paris?"}, *reasoning,
+            {"type": "function_call", "call_id": "toolu_01W", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+            {"type": "function_call_output", "call_id": "toolu_01W", "output": "sunny"}]})
+        assert result.terminal["type"] == "response.completed"
+        assert "thinking" not in fake.requests[0].body
+
+
+def test_reasoning_sent_back_by_id_alone_is_resolved_from_the_store(http, fake):
+    _turn1(fake)
+    first = stream(http, {"model": "m", "input": "Weather in Paris?", "tools": [WEATHER],
+                          "reasoning": {"effort": "medium"}})
+    reasoning, call = first.response["output"]
+    fake.enqueue(message_stream(thinking_block(0, ["Sunny."], SIG2), text_block(1, ["Sunny, 22°C."])))
+    second = stream(http, {"model": "m", "tools": [WEATHER], "store": False, "reasoning": {"effort": "medium"},
+                           "input": [{"role": "user", "content": "Weather in Paris?"},
+                                     {"id": reasoning["id"], "type": "reasoning", "summary": []}, call,
+                                     {"type": "function_call_output", "call_id": "toolu_01W", "output": "sunny"}]})
+    assert second.text == "Sunny, 22°C."
+    sent = fake.requests[1].body
+    assert sent["messages"][1] == EXPECTED_ASSISTANT
+    assert sent["thinking"] == {"type": "enabled", "budget_tokens": 4096}
+
+
+def test_temperature_above_one(http, fake):
+    fake.enqueue(message_stream(text_block(0, ["Hi."])), message_stream(text_block(0, ["Hi."])))
+    assert stream(http, {"model": "m", "input": "hi", "temperature": 1.7}).terminal["type"] == "response.completed"
+    assert fake.requests[0].body["temperature"] == 1
+    thinking = stream(http, {"model": "m", "input": "hi", "temperature": 1.7, "reasoning": {"effort": "low"}})
+    assert thinking.terminal["type"] == "response.completed"
+    assert "temperature" not in fake.requests[1].body and fake.requests[1].body["thinking"]["type"] == "enabled"
+
+
+def test_whitespace_only_text_is_left_out(http, fake):
+    fake.enqueue(message_stream(text_block(0, ["Hi."])))
+    result = stream(http, {"model": "m", "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "hello"}, {"type": "input_text", "text": " \n"}]},
+        {"role": "assistant", "content": "  "},
+        {"role": "user", "content": "again"},
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "\n"}]})
+    assert result.terminal["type"] == "response.completed"
+    assert fake.requests[0].body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hello"}, {"type": "text", "text": "again"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "get_weather", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1"}]},
+    ]
+
+
+def test_only_whitespace_is_refused_clearly(http, fake):
+    resp = http.post("/v1/responses", json={"model": "m", "input": "   "})
+    assert resp.status_code == 400
+    assert resp.json()["error"]["param"] == "input" and "whitespace" in resp.json()["error"]["message"]
+    assert fake.requests == []
+
+
+def test_unsafe_call_ids_map_consistently(http, fake):
+    """Kimi-style ids (from a chat route earlier in the chain) become safe ids, the same in call and result,
+    distinct even when the escaped form is already taken."""
+    fake.enqueue(message_stream(text_block(0, ["Both sunny."])))
+    calls = [("functions.get_weather:0", "sunny"), ("functions_2eget_weather_3a0", "rainy")]
+    items = [{"role": "user", "content": "Weather?"}]
+    items += [{"type": "function_call", "call_id": c, "name": "get_weather", "arguments": "{}"} for c, _ in calls]
+    items += [{"type": "function_call_output", "call_id": c, "output": out} for c, out in calls]
+    assert stream(http, {"model": "m", "tools": [WEATHER], "input": items}).text == "Both sunny."
+    assistant, results = fake.requests[0].body["messages"][1:]
+    ids = [b["id"] for b in assistant["content"]]
+    assert ids == ["functions_2eget_weather_3a0-1", "functions_2eget_weather_3a0"]
+    assert [(b["tool_use_id"], b["content"]) for b in results["content"]] == [(ids[0], "sunny"), (ids[1], "rainy")]

@@ -1,4 +1,5 @@
-"""History: `previous_response_id` and `item_reference` resolved into the full list of input items.
+"""History: `previous_response_id`, `item_reference` and reasoning items sent by id alone resolved into the
+full list of input items.
 
 Follows OpenAI on inheritance: the previous chain's input and output items are inherited, in order;
 `instructions` and `tools` are not (each request brings its own).
@@ -45,8 +46,9 @@ async def resolve(store: Store | None, previous_response_id: str | None, items: 
         if found is None:
             raise previous_not_found(previous_response_id)
         history = [normalize_item(item, "previous_response") for item in found]
-    if refs and store is not None:
-        stored = await store.items_by_id(refs, owner)
+    bare = [item["id"] for item in items if _bare_reasoning(item)]
+    if (refs or bare) and store is not None:
+        stored = await store.items_by_id(refs + bare, owner)
         resolved = []
         for i, item in enumerate(items):
             if item["type"] == "item_reference":
@@ -54,9 +56,24 @@ async def resolve(store: Store | None, previous_response_id: str | None, items: 
                     raise APIError(404, f"Item with id '{item['id']}' not found.", param=f"input[{i}]",
                                    code=None)
                 item = normalize_item(stored[item["id"]], f"input[{i}]")
+            elif _bare_reasoning(item) and _sealed_reasoning(stored.get(item["id"])):
+                item = normalize_item(stored[item["id"]], f"input[{i}]")
             resolved.append(item)
         items = resolved
     return history + items, with_ids(items)
+
+
+def _bare_reasoning(item: dict[str, Any]) -> bool:
+    """A reasoning item sent back without its encrypted_content (`{"id": "rs_…", "type": "reasoning",
+    "summary": [], "content": [...]}`, as the Agents SDK, LangChain and pydantic-ai replay it when they did not
+    ask for `reasoning.encrypted_content`): the stored copy of that id brings back what the upstream needs to
+    continue (Anthropic's signed thinking rides in it). Not found, the item stays as sent; an adapter that
+    needs more leaves out what it cannot continue."""
+    return item["type"] == "reasoning" and isinstance(item.get("id"), str) and not item.get("encrypted_content")
+
+
+def _sealed_reasoning(item: dict[str, Any] | None) -> bool:
+    return item is not None and item.get("type") == "reasoning" and bool(item.get("encrypted_content"))
 
 
 async def conversation_history(store: Store | None, conversation: str, owner: str) -> list[dict[str, Any]]:

@@ -6,7 +6,9 @@ It stands in for api.anthropic.com in gateway tests, so what it puts on the wire
 `stop_reason` and cumulative usage, `message_stop`), `event: error` frames mid-stream, and
 `{"type": "error", "error": {...}, "request_id": ...}` bodies with 4xx/5xx/529 before any stream. Like the real
 API it may pad the JSON of a frame with spaces before its closing brace (`pad`). It runs its own event loop
-in a background thread, like fake_chat.FakeChatUpstream, and shares its script markers.
+in a background thread, like fake_chat.FakeChatUpstream, and shares its script markers. Requests that
+Anthropic refuses (`request_problem`: forced tool choice with thinking, a tool-use continuation without its
+thinking block, temperature above 1, whitespace-only text, unsafe tool ids...) get its 400 instead of a script.
 
     with FakeAnthropic() as up:
         up.enqueue(message_stream(text_block(0, ["Hel", "lo"])))
@@ -17,6 +19,7 @@ in a background thread, like fake_chat.FakeChatUpstream, and shares its script m
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -28,7 +31,7 @@ from .fake_chat import DROP, FakeChatUpstream, Json, RecordedRequest, Sleep, Str
 __all__ = [
     "DROP", "Json", "Sleep", "Stream", "FakeAnthropic", "block_start", "content_delta", "block_stop",
     "dumps", "error_event", "error_json", "frame", "message_delta", "message_start", "message_stop",
-    "message_stream", "ping", "redacted_block", "split", "text_block", "thinking_block", "tool_use_block",
+    "message_stream", "ping", "redacted_block", "request_problem", "split", "text_block", "thinking_block", "tool_use_block",
     "usage",
 ]
 
@@ -194,6 +197,54 @@ def error_json(status: int, type: str, message: str) -> Json:
     return Json(body, status=status)
 
 
+# --------------------------------------------------------------------------- request validation
+
+TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def request_problem(body: Any) -> str | None:
+    """What Anthropic answers 400 `invalid_request_error` to in a Messages request (the rules the gateway
+    must keep), with Anthropic's wording; None for a request it accepts."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return "messages: Field required"
+    messages = body["messages"]
+    if not messages:
+        return "messages: at least one message is required"
+    thinking = (body.get("thinking") or {}).get("type") == "enabled"
+    temperature = body.get("temperature")
+    if temperature is not None and not 0 <= temperature <= 1:
+        return "temperature: Input should be less than or equal to 1"
+    if thinking and temperature is not None and temperature != 1:
+        return ("`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation at "
+                "https://docs.claude.com/en/docs/build-with-claude/extended-thinking#feature-compatibility")
+    if thinking and (body.get("tool_choice") or {}).get("type") in ("any", "tool"):
+        return "Thinking may not be enabled when `tool_choice` forces tool use."
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        if not content:
+            return f"messages.{i}: all messages must have non-empty content except for the optional final " \
+                   "assistant message"
+        for j, block in enumerate(content if isinstance(content, list) else ()):
+            if block.get("type") == "text" and not block.get("text", "").strip():
+                return f"messages.{i}.content.{j}.text: text content blocks must contain non-whitespace text"
+            for key in ("id", "tool_use_id"):
+                if block.get("type") in ("tool_use", "tool_result") and key in block \
+                        and not TOOL_ID.match(block[key]):
+                    return (f"messages.{i}.content.{j}.{block['type']}.{key}: String should match pattern "
+                            "'^[a-zA-Z0-9_-]+$'")
+    last = messages[-1]
+    if thinking and len(messages) > 1 and last["role"] == "user" and isinstance(last["content"], list) \
+            and any(b.get("type") == "tool_result" for b in last["content"]):
+        first = messages[-2]["content"][0].get("type") if isinstance(messages[-2]["content"], list) else "text"
+        if first not in ("thinking", "redacted_thinking"):
+            return (f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or `redacted_thinking`, but "
+                    f"found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a "
+                    "thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We "
+                    "recommend you include thinking blocks from previous turns. To avoid this requirement, "
+                    "disable `thinking`.")
+    return None
+
+
 # --------------------------------------------------------------------------- server
 
 
@@ -225,6 +276,19 @@ class FakeAnthropic(FakeChatUpstream):
 
     def _no_script(self) -> Json:
         return error_json(500, "api_error", "fake anthropic: no script queued")
+
+    async def _play(self, request: web.Request) -> web.StreamResponse:
+        """Refuse what Anthropic refuses (`request_problem`), recorded but without using a script."""
+        recorded = await self._record(request)
+        try:
+            problem = request_problem(recorded.body)
+        except (AttributeError, TypeError, KeyError):
+            problem = "messages: Input should be a valid list of messages"
+        if problem is None:
+            return await super()._play(request)
+        with self._lock:
+            self._requests.append(recorded)
+        return _json_response(error_json(400, "invalid_request_error", problem))
 
     async def _count(self, request: web.Request) -> web.Response:
         """`POST /v1/messages/count_tokens`: `{"input_tokens"}`; extra fields are refused, as Anthropic does."""

@@ -9,6 +9,21 @@
 - reasoning items → assistant `thinking` / `redacted_thinking` blocks, rebuilt from the item's
   `encrypted_content` (our sealed envelope). A reasoning item without an Anthropic signature is dropped:
   Anthropic rejects unsigned thinking.
+- Text that is empty or only whitespace is left out (Anthropic rejects such text blocks); a message left with
+  no blocks is not sent.
+- Call ids outside Anthropic's `^[a-zA-Z0-9_-]+$` (`functions.get_weather:0` from Kimi-style servers) are
+  rewritten the same way in `tool_use` and `tool_result` (`safe_ids`); the ids Anthropic assigns to new calls
+  are already safe, so nothing needs mapping back.
+
+What OpenAI accepts and Anthropic refuses (`build_body`)
+------------------------------------------------------
+- `thinking` with a forced `tool_choice` (`required` → `any`, a named tool → `tool`): Anthropic refuses the
+  pair, so the call goes without thinking; the forced choice is kept, since the client relies on it.
+- `thinking` when the request continues a tool-use turn whose assistant message does not start with a signed
+  thinking block (the client left the reasoning out, or sent it by id and no stored copy had the signature):
+  Anthropic refuses that too, so that call goes without thinking.
+- `temperature` above 1 (OpenAI allows up to 2, Anthropic up to 1) is sent as 1; with thinking on it is not
+  sent at all (Anthropic then allows only its default).
 
 How thinking blocks live in `encrypted_content`
 -----------------------------------------------
@@ -31,6 +46,8 @@ signature string it seals is:
 from __future__ import annotations
 
 import base64
+import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -64,6 +81,10 @@ def build_body(call: Call, route: Route) -> dict[str, Any]:
     req = call.request
     _refuse_unsupported(call)
     system, messages = to_messages(call.instructions, call.items)
+    if not messages:
+        raise UpstreamError("The input has no content this model's upstream (Anthropic Messages) accepts: "
+                            "empty or whitespace-only text is not sent.", status=400, code="invalid_value",
+                            type="invalid_request_error", param="input")
     max_tokens, budget = _token_limits(call, route)
     body: dict[str, Any] = {"model": call.model, "max_tokens": max_tokens, "messages": messages, "stream": True}
     if system:
@@ -77,13 +98,28 @@ def build_body(call: Call, route: Route) -> dict[str, Any]:
         # request need not repeat them). The tools named in the history are declared and made uncallable.
         body["tools"] = [{"name": n, "input_schema": EMPTY_SCHEMA} for n in _history_tool_names(messages)]
         body["tool_choice"] = {"type": "none"}
-    if req.temperature is not None:
-        body["temperature"] = req.temperature
+    if budget is not None and (_forces_tool(body) or not _continuable_with_thinking(messages)):
+        budget = None  # Anthropic refuses thinking here (module docstring)
+    if req.temperature is not None and budget is None:
+        body["temperature"] = min(req.temperature, 1.0)
     if req.top_p is not None:
         body["top_p"] = req.top_p
     if budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     return body
+
+
+def _forces_tool(body: dict[str, Any]) -> bool:
+    return body.get("tool_choice", {}).get("type") in ("any", "tool")
+
+
+def _continuable_with_thinking(messages: list[dict[str, Any]]) -> bool:
+    """Whether thinking may be on: a request that continues a tool-use turn (it ends with tool results) needs
+    that turn's assistant message to start with a thinking block."""
+    last = messages[-1]
+    if last["role"] != "user" or last["content"][0]["type"] != "tool_result" or len(messages) < 2:
+        return True
+    return messages[-2]["content"][0]["type"] in ("thinking", "redacted_thinking")
 
 
 def _token_limits(call: Call, route: Route) -> tuple[int, int | None]:
@@ -175,6 +211,7 @@ def to_messages(instructions: str | None, items: list[dict[str, Any]]) -> tuple[
     """(system text, alternating messages) for the history."""
     system: list[str] = [instructions] if instructions else []
     b = _Builder()
+    ids = safe_ids(items)
     for item in items:
         kind = item["type"]
         if kind == "message":
@@ -188,22 +225,22 @@ def to_messages(instructions: str | None, items: list[dict[str, Any]]) -> tuple[
             else:
                 b.add("assistant", [_text_block(p.get("text") or p.get("refusal") or "") for p in item["content"]])
         elif kind == "function_call":
-            b.add("assistant", [{"type": "tool_use", "id": item["call_id"],
+            b.add("assistant", [{"type": "tool_use", "id": ids(item["call_id"]),
                                  "name": wire_name(item["name"], item.get("namespace")),
                                  "input": _arguments(item["arguments"])}])
         elif kind == "custom_tool_call":
-            b.add("assistant", [{"type": "tool_use", "id": item["call_id"],
+            b.add("assistant", [{"type": "tool_use", "id": ids(item["call_id"]),
                                  "name": wire_name(item["name"], item.get("namespace")),
                                  "input": {"input": item["input"]}}])
         elif kind == "tool_search_call":
             args = item["arguments"]
-            b.add("assistant", [{"type": "tool_use", "id": item["call_id"], "name": "tool_search",
+            b.add("assistant", [{"type": "tool_use", "id": ids(item["call_id"]), "name": "tool_search",
                                  "input": args if isinstance(args, dict) else {"query": args}}])
         elif kind in ("function_call_output", "custom_tool_call_output"):
-            b.add("user", [_tool_result(item["call_id"], item["output"])])
+            b.add("user", [_tool_result(ids(item["call_id"]), item["output"])])
         elif kind == "tool_search_output":
             text = orjson.dumps({"tools": tool_summary(item["tools"])}).decode()
-            b.add("user", [_tool_result(item["call_id"], text)])
+            b.add("user", [_tool_result(ids(item["call_id"]), text)])
         elif kind == "reasoning":
             sealed = unseal(item.get("encrypted_content"))
             if sealed is not None and sealed[1] and not sealed[1].startswith(FOREIGN_SIGNATURES):
@@ -211,6 +248,36 @@ def to_messages(instructions: str | None, items: list[dict[str, Any]]) -> tuple[
             # else: not signed by Anthropic (another upstream's reasoning, or a client's): Anthropic would
             # reject it, so it is left out.
     return "\n\n".join(system), b.finish()
+
+
+SAFE_ID = re.compile(r"[a-zA-Z0-9_-]+")
+CALL_ID_KINDS = ("function_call", "custom_tool_call", "tool_search_call", "function_call_output",
+                 "custom_tool_call_output", "tool_search_output")
+
+
+def safe_ids(items: list[dict[str, Any]]) -> Callable[[str], str]:
+    """call_id → the id Anthropic accepts, the same for a call and its output.
+
+    Safe ids stay as they are. Any other character becomes `_` and its code point in hex (`.` → `_2e`), and
+    should that collide with another id of the request, a counter is added: distinct ids stay distinct.
+    """
+    taken = {item["call_id"] for item in items if item["type"] in CALL_ID_KINDS and SAFE_ID.fullmatch(item["call_id"])}
+    safe = set(taken)
+    mapped: dict[str, str] = {}
+
+    def to_safe(call_id: str) -> str:
+        if call_id in safe:
+            return call_id
+        if call_id not in mapped:
+            base = "".join(c if SAFE_ID.fullmatch(c) else f"_{ord(c):x}" for c in call_id) or "call"
+            candidate, n = base, 1
+            while candidate in taken:
+                candidate, n = f"{base}-{n}", n + 1
+            taken.add(candidate)
+            mapped[call_id] = candidate
+        return mapped[call_id]
+
+    return to_safe
 
 
 # Signatures other adapters seal (a Responses upstream's encrypted content): never Anthropic's.
@@ -253,7 +320,8 @@ def _text(parts: list[dict[str, Any]]) -> str:
 
 
 def _text_block(text: str) -> dict[str, Any] | None:
-    return {"type": "text", "text": text} if text else None  # Anthropic rejects empty text blocks
+    # Anthropic rejects empty and whitespace-only text blocks
+    return {"type": "text", "text": text} if text and not text.isspace() else None
 
 
 def _user_block(part: dict[str, Any]) -> dict[str, Any] | None:
@@ -282,7 +350,7 @@ def _tool_result(call_id: str, output: str | list[Any]) -> dict[str, Any]:
         content = [c for c in content if c is not None]
         if content:
             block["content"] = content
-    elif output:
+    elif output and not output.isspace():
         block["content"] = output
     return block
 
