@@ -58,8 +58,6 @@ def test_llamaindex_openai_responses(run_llamaindex, upstream, http):
     assert [m["role"] for m in upstream.requests[-1].body["messages"]] == ["user", "assistant", "tool"]
 
 
-@pytest.mark.xfail(strict=True, reason="usage estimation: an upstream without usage gives `usage: null`, and "
-                                       "LlamaIndex reads response.usage.output_tokens_details")
 def test_llamaindex_when_the_upstream_sends_no_usage(run_llamaindex, upstream):
     upstream.enqueue(*conversation(None))
     assert run_llamaindex()["chain"]["text"] == "It is 21."

@@ -17,6 +17,7 @@ import pytest
 
 from responses_gateway.config import Settings
 from responses_gateway.protocol.reasoning import seal, unseal
+from responses_gateway.tokens import char_tokens, estimate
 from responses_gateway.upstreams.base import Route
 from responses_gateway.upstreams.responses import ResponsesUpstream, signature_tag, to_input
 from tests.helpers import create, stream
@@ -583,3 +584,68 @@ def test_vllm_native_streams_come_out_once(kind):
         assert added == ["reasoning", "function_call"]
         args = "".join(e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta")
         assert args == '{"location":"Paris"}' == final["output"][1]["arguments"]
+
+
+# --------------------------------------------------------------------------- damaged streams
+
+
+def test_damaged_call_input_gives_the_final_arguments_in_a_consistent_stream(http, fake):
+    """Argument deltas lost, carrying another call's item_id, or after their item closed, and no usage: the
+    upstream's `.done` / `output_item.done` arguments win, our deltas add up to them, usage is estimated."""
+    paris, rome = '{"city":"Paris"}', '{"city":"Rome"}'
+    calls = [{"id": f"fc_{i}", "type": "function_call", "status": "in_progress", "call_id": f"call_{i}",
+              "name": "get_weather", "arguments": ""} for i in range(2)]
+
+    def args(index, item_id, delta):
+        return {"type": "response.function_call_arguments.delta", "output_index": index, "item_id": item_id,
+                "delta": delta}
+
+    def done(index, arguments):
+        return {"type": "response.output_item.done", "output_index": index,
+                "item": {**calls[index], "status": "completed", "arguments": arguments}}
+
+    empty = {"id": "r", "object": "response", "status": "in_progress", "output": [], "usage": None}
+    events = [
+        {"type": "response.created", "response": empty},
+        *({"type": "response.output_item.added", "output_index": i, "item": c} for i, c in enumerate(calls)),
+        args(0, "fc_0", '{"ci'),
+        args(1, "fc_0", '{"city":"Ro'),  # call 1's delta under call 0's id
+        args(0, "fc_0", 'ris"}'),  # 'ty":"Pa' was lost
+        {"type": "response.function_call_arguments.done", "output_index": 0, "item_id": "fc_0", "arguments": paris},
+        done(0, paris),
+        args(1, "fc_1", 'me"}'),
+        done(1, rome),  # (no .done of its arguments)
+        args(1, "fc_1", "garbage"),  # after its item closed
+        {"type": "response.completed", "response": {**empty, "status": "completed"}},  # no usage
+    ]
+    fake.enqueue(Stream(to_chunks([{**e, "sequence_number": n} for n, e in enumerate(events)])))
+    result = stream(http, {"model": "m", "input": "Weather in Paris and Rome?", "tools": [
+        {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}]})
+    assert [(c[1], c[3]) for c in content(result.response["output"])] == [("call_0", paris), ("call_1", rome)]
+    for index, final in enumerate((paris, rome)):
+        deltas = [e["delta"] for e in result.events
+                  if e["type"] == "response.function_call_arguments.delta" and e["output_index"] == index]
+        (args_done,) = [e for e in result.events
+                        if e["type"] == "response.function_call_arguments.done" and e["output_index"] == index]
+        assert "".join(deltas) == args_done["arguments"] == final
+    usage = result.response["usage"]
+    assert usage["output_tokens"] == char_tokens(len(paris) + len(rome))
+    assert usage["input_tokens"] > 0 and usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+def test_missing_usage_is_estimated(http, fake):
+    """Input from the request's items (tokens.estimate, as everywhere), output from the text produced."""
+    output = [{"id": "rs_1", "type": "reasoning", "summary": [],
+               "content": [{"type": "reasoning_text", "text": "Think it over."}]},
+              {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+               "content": [{"type": "output_text", "text": "Hello there, friend!", "annotations": []}]}]
+    fake.enqueue(Stream(text_response_stream(output, usage=None)))
+    result = stream(http, {"model": "m", "input": "Say hello.", "instructions": "Be kind."})
+    assert result.response["usage"] == {
+        "input_tokens": estimate([{"type": "message", "role": "user",
+                                   "content": [{"type": "input_text", "text": "Say hello."}]}], "Be kind."),
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": char_tokens(len("Hello there, friend!")) + char_tokens(len("Think it over.")),
+        "output_tokens_details": {"reasoning_tokens": char_tokens(len("Think it over."))},
+        "total_tokens": result.response["usage"]["input_tokens"] + result.response["usage"]["output_tokens"],
+    }

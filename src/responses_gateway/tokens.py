@@ -1,4 +1,5 @@
-"""Token estimates for when the upstream cannot count: compaction thresholds, truncation, input_tokens.
+"""Token estimates for when the upstream cannot count: compaction thresholds, truncation, input_tokens, and
+the usage of an upstream response that reports none.
 
 The gateway never sees the upstream's tokenizer, so it estimates from text: about four characters per token
 for English prose and code with BPE tokenizers, plus a few tokens of framing per item (role markers, call
@@ -15,7 +16,12 @@ ITEM_OVERHEAD = 4  # role/type markers and separators per item, as chat template
 
 
 def text_tokens(text: str) -> int:
-    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+    return char_tokens(len(text))
+
+
+def char_tokens(chars: int) -> int:
+    """Tokens of `chars` characters of text (for a count kept without the text, e.g. of a stream)."""
+    return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 def _strings(value: Any) -> int:

@@ -6,9 +6,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .. import generation as g
 from ..errors import UpstreamError
 from ..protocol.request import CreateResponse
 from ..protocol.tools import ToolSet
+from ..tokens import char_tokens, estimate
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,14 @@ class Call:
     @property
     def want_logprobs(self) -> bool:
         return "message.output_text.logprobs" in (self.request.include or ())
+
+    def estimated_usage(self, produced_chars: int, reasoning_chars: int) -> g.Usage:
+        """For an upstream that reports no usage (clients such as Codex and LlamaIndex need one): the
+        documented estimate of tokens.py, input from this step's items, instructions and tools, output from
+        the characters of text and tool input (`produced_chars`) and of reasoning that the step produced."""
+        reasoning = char_tokens(reasoning_chars)
+        return g.Usage(estimate(self.items, self.instructions, self.request.tools),
+                       char_tokens(produced_chars) + reasoning, 0, reasoning)
 
 
 Batch = list[Any]  # the generation events (generation.py) of one upstream read

@@ -162,6 +162,8 @@ class ChatStream(BodyStream):
             yield batch
         if not parser.done and parser.finish is None:
             raise UpstreamError("The upstream model server ended the stream before finishing.")
+        if not parser.usage_seen:  # (servers that ignore stream_options.include_usage)
+            yield [self.call.estimated_usage(parser.produced, parser.reasoned)]
 
 
 def _loads(data: bytes) -> dict[str, Any]:
@@ -183,6 +185,9 @@ class ChunkParser:
         self.calls: dict[int, list[Any]] = {}  # upstream index -> [call_id, started, custom decoder or None, pending args]
         self.finish: str | None = None
         self.done = False
+        self.usage_seen = False
+        self.produced = 0  # characters of text and tool arguments, for a usage estimate when none comes
+        self.reasoned = 0  # characters of reasoning, the same
         self.error: UpstreamError | None = None  # raised once the events before it are delivered
 
     def frames(self, frames: list[Any]) -> list[Any]:
@@ -214,15 +219,18 @@ class ChunkParser:
             if delta:
                 reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                 if reasoning:
+                    self.reasoned += len(reasoning)
                     batch.append(g.ReasoningDelta(reasoning))
                 content = delta.get("content")
                 if content:
+                    self.produced += len(content)
                     lp = None
                     if self.want_logprobs and choice.get("logprobs"):
                         lp = _logprobs(choice["logprobs"])
                     batch.append(g.TextDelta(content, lp))
                 refusal = delta.get("refusal")
                 if refusal:
+                    self.produced += len(refusal)
                     batch.append(g.RefusalDelta(refusal))
                 tool_calls = delta.get("tool_calls")
                 if tool_calls:
@@ -239,6 +247,7 @@ class ChunkParser:
                 batch.append(g.Finish(self.finish))
         usage = obj.get("usage")
         if usage:
+            self.usage_seen = True
             batch.append(_usage(usage))
 
     def _tool_call(self, tc: dict[str, Any], batch: list[Any]) -> None:
@@ -255,6 +264,8 @@ class ChunkParser:
         if fn.get("name") and not state[4]:
             state[4] = fn["name"]
         args = fn.get("arguments")
+        if args:
+            self.produced += len(args)
         if not state[1]:
             if not state[4]:
                 if args:

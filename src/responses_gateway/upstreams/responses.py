@@ -10,6 +10,16 @@ Reasoning round-trips: an upstream reasoning item's `encrypted_content` becomes 
 seals into our own `encrypted_content`, tagged with the upstream it came from; on a later turn sent to the
 same upstream it goes back as `encrypted_content`. Reasoning that only has text goes back as
 `reasoning_text` content (what vLLM reads), unless the route's reasoning_history is "drop".
+
+Damaged streams (docs/routing.md, "what each upstream kind repairs"):
+- A tool call's input deltas are held until the upstream closes the call (its `.done`, its
+  `output_item.done` or the terminal event), then passed on: as they came when they add up to the upstream's
+  final text, else that final text as one delta. Deltas can be lost, come after their item closed or carry
+  another item's id, and the final text is the one that is right; what we emit must add up to what we
+  finally report, and emitted deltas cannot be taken back. The cost: tool input from these upstreams arrives
+  whole at the end of each call instead of token by token.
+- A terminal event without `usage` gets the gateway's documented estimate (tokens.py): input from the
+  request's items, instructions and tools, output from the text, reasoning and tool input produced.
 """
 
 from __future__ import annotations
@@ -274,6 +284,7 @@ class EventMapper:
     """The reader's normalized Responses events → generation events. One instance per upstream stream."""
 
     def __init__(self, call: Call, acc: Accumulator, tag: str):
+        self.call = call
         self.tools = call.tools.by_wire_name
         self.want_logprobs = call.want_logprobs
         self.acc = acc
@@ -282,6 +293,8 @@ class EventMapper:
         self.reasoning: dict[int, list[Any]] = {}  # output_index -> [streamed kind, last summary index]
         self.signed: set[int] = set()
         self.started_calls = 0
+        self.produced = 0  # characters of text and tool input passed on (for a usage estimate)
+        self.reasoned = 0  # characters of reasoning passed on
         self.error: UpstreamError | None = None  # raised once the events before it are delivered
         self.finished = False
 
@@ -305,19 +318,23 @@ class EventMapper:
         data = ev.data
         if kind == "response.output_text.delta":
             if data.get("delta"):
+                self.produced += len(data["delta"])
                 logprobs = data.get("logprobs") if self.want_logprobs else None
                 batch.append(g.TextDelta(data["delta"], logprobs if isinstance(logprobs, list) and logprobs else None))
         elif kind == "response.refusal.delta":
             if data.get("delta"):
+                self.produced += len(data["delta"])
                 batch.append(g.RefusalDelta(data["delta"]))
         elif kind in ("response.reasoning_text.delta", "response.reasoning.delta"):
             self._reasoning(data, "text", batch)
         elif kind == "response.reasoning_summary_text.delta":
             self._reasoning(data, "summary", batch)
         elif kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
-            state = self._call(data["output_index"], batch)
-            if state is not None:
-                state.feed(data.get("delta") or "", data["output_index"], batch)
+            self._call(data["output_index"], batch).held.append(data.get("delta") or "")
+        elif kind in ("response.function_call_arguments.done", "response.custom_tool_call_input.done"):
+            # (the reader gives every call one, carrying the upstream's final input when it sent one)
+            final = data.get("arguments" if kind == "response.function_call_arguments.done" else "input")
+            self._settle(data["output_index"], final, batch)
         elif kind == "response.output_item.added":
             if (data.get("item") or {}).get("type") in ("function_call", "custom_tool_call"):
                 self._call(data["output_index"], batch)
@@ -341,6 +358,7 @@ class EventMapper:
             if state[1] is not None and part != state[1]:
                 text = "\n\n" + text  # summary parts are paragraphs
             state[1] = part
+        self.reasoned += len(text)
         batch.append(g.ReasoningDelta(text))
 
     def _item_done(self, data: dict[str, Any], batch: list[Any]) -> None:
@@ -357,11 +375,15 @@ class EventMapper:
         elif kind == "message" and item.get("status") in (None, "completed"):
             batch.append(g.ItemEnd())  # (a cut item is closed by the terminal event, with its real status)
         elif kind in ("function_call", "custom_tool_call"):
-            state = self._call(index, batch, final=True)
-            if state is not None:
-                state.finish(index, batch)
+            self._settle(index, item.get("arguments" if kind == "function_call" else "input"), batch)
 
-    def _call(self, index: int, batch: list[Any], final: bool = False) -> _CallState | None:
+    def _settle(self, index: int, final: Any, batch: list[Any]) -> None:
+        """Pass on a call's input once the upstream closed it (module docstring), and finish the call."""
+        state = self._call(index, batch, final=True)
+        self.produced += state.settle(final if isinstance(final, str) and final else None, index, batch)
+        state.finish(index, batch)
+
+    def _call(self, index: int, batch: list[Any], final: bool = False) -> _CallState:
         state = self.calls.get(index)
         if state is None:
             state = self.calls[index] = _CallState()
@@ -392,9 +414,6 @@ class EventMapper:
             batch.append(g.ToolCallStart(index, call_id, tool.name, kind, tool.namespace))
         state.started = True
         self.started_calls += 1
-        if state.pending:
-            pending, state.pending = "".join(state.pending), []
-            state.feed(pending, index, batch)
 
     def _terminal(self, ev: Event, batch: list[Any]) -> None:
         response = ev.data.get("response") or {}
@@ -402,11 +421,10 @@ class EventMapper:
             if ev.synthesized and not self.acc.error:
                 raise UpstreamError("The upstream model server ended the stream before finishing.")
             raise _upstream_error(self.acc.error or response.get("error") or {})
-        for index, state in self.calls.items():
-            state.finish(index, batch)
+        for index in list(self.calls):
+            self._settle(index, None, batch)
         usage = response.get("usage")
-        if isinstance(usage, dict):
-            batch.append(_usage(usage))
+        batch.append(_usage(usage) if isinstance(usage, dict) else self.call.estimated_usage(self.produced, self.reasoned))
         if ev.type == "response.incomplete":
             reason = (response.get("incomplete_details") or {}).get("reason")
             batch.append(g.Finish(INCOMPLETE.get(reason, "length") if isinstance(reason, str) else "length"))
@@ -414,24 +432,31 @@ class EventMapper:
             batch.append(g.Finish("tool_calls" if self.started_calls else "stop"))
         self.finished = True
 
-
 class _CallState:
-    __slots__ = ("started", "pending", "decoder", "finished")
+    __slots__ = ("started", "held", "decoder", "settled", "finished")
 
     def __init__(self) -> None:
         self.started = False
-        self.pending: list[str] = []
+        self.held: list[str] = []  # input deltas, until the upstream closes the call
         self.decoder: CustomInputDecoder | None = None
+        self.settled = False
         self.finished = False
 
-    def feed(self, text: str, index: int, batch: list[Any]) -> None:
-        if not self.started:
-            self.pending.append(text)
-            return
-        if self.decoder is not None:
-            text = self.decoder.feed(text)
-        if text:
-            batch.append(g.ToolCallDelta(index, text))
+    def settle(self, final: str | None, index: int, batch: list[Any]) -> int:
+        """The held input passed on once: as it came when it adds up to `final` (or there is no final),
+        else `final` alone. Returns the characters passed on."""
+        if self.settled:
+            return 0
+        self.settled = True
+        pieces, self.held = self.held, []
+        if final is not None and "".join(pieces) != final:
+            pieces = [final]
+        for text in pieces:
+            if self.decoder is not None:
+                text = self.decoder.feed(text)
+            if text:
+                batch.append(g.ToolCallDelta(index, text))
+        return sum(len(p) for p in pieces)
 
     def finish(self, index: int, batch: list[Any]) -> None:
         if self.finished or not self.started:
