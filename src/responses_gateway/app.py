@@ -24,6 +24,7 @@ from .api.stored import cancel_response, delete_response, get_response, list_inp
 from .api.websocket import responses_websocket
 from .config import Settings
 from .routing import Router, load_rules
+from .shutdown import on_sigterm
 from .store import open_store
 from .store.base import Store
 from .upstreams.base import Upstream
@@ -87,6 +88,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             await store.open()
             await store.upgrade()
             purger = asyncio.create_task(purge_forever(store))
+        on_sigterm(settings.drain_timeout)
         try:
             yield
         finally:

@@ -51,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
             ("--upstream-total-timeout", "upstream_total_timeout", 3600, "for a whole upstream call")):
         serve.add_argument(flag, dest=name, type=float, metavar="S",
                            help=f"seconds {what} [{ENV[name]}; default {default}]")
+    serve.add_argument("--drain-timeout", type=float, metavar="S",
+                       help=f"on SIGTERM, seconds running responses get to finish [{ENV['drain_timeout']}; "
+                            "default 30]")
     serve.add_argument("--db-timeout", type=float, metavar="S",
                        help=f"seconds for a database connection and each statement [{ENV['db_timeout']}; default 10]")
     serve.add_argument("--sse-keepalive", type=float, metavar="S",
@@ -169,7 +172,8 @@ def serve(settings: Settings) -> None:
         log.warning("DEMO MODE: answers come from a scripted demo model, not a real one. "
                     "Use --upstream URL to serve a real model server.")
     common: dict[str, Any] = dict(host=settings.host, port=settings.port, log_level=settings.log_level,
-                                  access_log=False, timeout_graceful_shutdown=5, **settings.server_options())
+                                  access_log=False,
+                                  timeout_graceful_shutdown=settings.drain_timeout + 5, **settings.server_options())
     if settings.workers > 1:
         # Each worker builds its own app from the environment.
         for name, var in ENV.items():

@@ -42,6 +42,8 @@ class Settings:
     # State: None = SQLite in the user's data directory; a path or sqlite:///path; postgresql://...; "none".
     db: str | None = None
     retention_days: float = 30.0
+    # On SIGTERM: seconds running responses get to finish before they end with response.failed (stored).
+    drain_timeout: float = 30.0
     db_timeout: float = 10.0  # seconds for a database connection and for each statement
     # Inbound keys: when any are set, every /v1 request needs `Authorization: Bearer <key>`.
     api_keys: str | None = None  # comma-separated
@@ -123,6 +125,7 @@ ENV = {
     "db": "RG_DB",
     "retention_days": "RG_RETENTION_DAYS",
     "db_timeout": "RG_DB_TIMEOUT",
+    "drain_timeout": "RG_DRAIN_TIMEOUT",
     "api_keys": "RG_API_KEYS",
     "api_keys_file": "RG_API_KEYS_FILE",
     "config": "RG_CONFIG",

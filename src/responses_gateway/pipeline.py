@@ -10,6 +10,7 @@ arrives as cancellation and closes the upstream.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
@@ -22,6 +23,21 @@ from .upstreams.base import EventStream
 log = logging.getLogger("responses_gateway.pipeline")
 
 OnFinal = Callable[[dict[str, Any]], Awaitable[None]]
+
+# Graceful drain: the tasks running a response now. When the drain timeout ends (SIGTERM), `end_all` cancels
+# each with DRAIN, and its pipeline ends the response with `response.failed` (stored) instead of vanishing.
+RUNNING: set[asyncio.Task[Any]] = set()
+DRAIN = "the gateway is draining"
+
+
+def end_all() -> int:
+    """End every running response (drain timeout reached); returns how many."""
+    tasks = list(RUNNING)
+    for task in tasks:
+        task.cancel(DRAIN)
+    if tasks:
+        log.warning("drain timeout: ending %d running responses", len(tasks))
+    return len(tasks)
 
 
 class Steps(Protocol):
@@ -60,6 +76,9 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
               loop: Steps | None = None) -> AsyncGenerator[list[dict[str, Any]], None]:
     """`stream`: the first upstream step, already opened (so HTTP errors could still be HTTP errors);
     None when a tool `loop` must run first (listing MCP tools) and opens every step itself."""
+    task = asyncio.current_task()
+    if task is not None:
+        RUNNING.add(task)
     try:
         yield composer.start()
         try:
@@ -83,6 +102,12 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
                     yield events
                 if not loop.again:
                     break
+        except asyncio.CancelledError as exc:
+            if exc.args != (DRAIN,) or task is None:
+                raise  # the client left: nobody to tell
+            task.uncancel()
+            events = composer.fail("server_shutting_down", "The gateway is shutting down; the response was cut "
+                                   "short. Please retry.")
         except UpstreamError as exc:
             log.warning("response %s failed: %s", composer.response["id"], exc.message)
             events = composer.fail(exc.code, exc.message, type=exc.type, param=exc.param)
@@ -96,6 +121,8 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
         metrics.responses.labels(status=composer.final["status"]).inc()
         yield events
     finally:
+        if task is not None:
+            RUNNING.discard(task)
         if stream is not None:
             try:
                 await stream.aclose()
