@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from responses_gateway.compaction.history import SUMMARY_PREFIX
 from responses_gateway.compaction.step import SUMMARY_PROMPT
+from tests import test_codex_builtin_provider as builtin  # WebSocket mode's own test helpers
+from tests import test_websocket as ws
 from tests.support.fake_chat import RecordedRequest, Stream, make_usage, text_stream, tool_calls_stream
 from tests.test_codex_e2e import CALL_ID, MODEL, PATCH, split
-
-# Both tests run over WebSocket mode, whose own tests these helpers come from; until it is on main, they skip.
-builtin = pytest.importorskip("tests.test_codex_builtin_provider", reason="WebSocket mode is not on this branch")
-ws = pytest.importorskip("tests.test_websocket", reason="WebSocket mode is not on this branch")
 
 SUMMARY = "The user asked for hello.txt; apply_patch was called to add it; next: confirm and finish."
 
