@@ -23,7 +23,7 @@ import logging
 from typing import Any
 
 import orjson
-from starlette.websockets import WebSocket
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .. import metrics
 from ..errors import SERVER_ERROR, APIError
@@ -146,8 +146,8 @@ class Connection:
                     await self.send(error_frame(job))
                 else:
                     await self.respond(job)
-        except OSError:  # the server reports a send to a closed connection; the reader sees the disconnect
-            pass
+        except (OSError, WebSocketDisconnect):  # a send to a closed connection (Starlette turns the server's
+            pass  # OSError into WebSocketDisconnect); the reader sees the disconnect and ends the connection
 
     async def respond(self, frame: dict[str, Any]) -> None:
         last = self.last
