@@ -59,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--sse-keepalive", type=float, metavar="S",
                        help=f"SSE comment after this many seconds of silence [{ENV['sse_keepalive']}; default 15]")
     serve.add_argument("--max-body-bytes", type=int, help=f"request size limit [{ENV['max_body_bytes']}]")
+    serve.add_argument("--max-json-depth", type=int,
+                       help=f"deepest JSON nesting accepted [{ENV['max_json_depth']}; default 64]")
+    serve.add_argument("--max-json-containers", type=int,
+                       help=f"objects + arrays in one body [{ENV['max_json_containers']}; default 200000]")
+    serve.add_argument("--max-input-items", type=int,
+                       help=f"items in one request's input [{ENV['max_input_items']}; default 20000]")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                        help=f"[{ENV['log_level']}; default info]")
     add_check_arguments(sub.add_parser("check", help="check a Responses API endpoint's conformance (docs/check.md)"))

@@ -29,6 +29,10 @@ class Settings:
     # Seconds of upstream silence after which an SSE comment keeps proxies and clients from timing out.
     sse_keepalive: float = 15.0
     max_body_bytes: int = 32 * 1024 * 1024
+    # Request cost (docs/limits.md): JSON nesting depth, objects + arrays in one body, items in `input`.
+    max_json_depth: int = 64
+    max_json_containers: int = 200_000
+    max_input_items: int = 20_000
     # Hosted tools (web_search, file_search, ...) the gateway cannot run: "drop" them with a warning, or "reject".
     hosted_tools: str = "drop"
     # How reasoning from earlier turns is sent back to a Chat Completions upstream:
@@ -117,6 +121,9 @@ ENV = {
     "upstream_total_timeout": "RG_UPSTREAM_TOTAL_TIMEOUT",
     "sse_keepalive": "RG_SSE_KEEPALIVE",
     "max_body_bytes": "RG_MAX_BODY_BYTES",
+    "max_json_depth": "RG_MAX_JSON_DEPTH",
+    "max_json_containers": "RG_MAX_JSON_CONTAINERS",
+    "max_input_items": "RG_MAX_INPUT_ITEMS",
     "hosted_tools": "RG_HOSTED_TOOLS",
     "reasoning_history": "RG_REASONING_HISTORY",
     "max_tokens_field": "RG_MAX_TOKENS_FIELD",

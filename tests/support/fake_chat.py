@@ -310,7 +310,7 @@ class FakeChatUpstream:
         self.stop()
 
     async def _serve(self) -> None:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)  # a real model server takes long histories
         app.router.add_post(self.POST_PATH, self._play)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post(self.COUNT_PATH, self._count)

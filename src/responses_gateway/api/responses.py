@@ -4,20 +4,55 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import APIError
-from ..protocol.request import parse_request
+from ..errors import APIError, invalid
+from ..protocol.bounds import Bounds, check_body
+from ..protocol.request import CreateResponse, parse_request
 from ..respond import start
 from .errors import error_response
 from .streaming import EventStreamResponse
 
+# Bodies above this size are scanned and parsed in a worker thread, off the event loop.
+OFF_LOOP_BYTES = 256 * 1024
+
+
+T = TypeVar("T")
+
+
+async def off_loop(raw: bytes, fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` on the event loop for a small body, in a worker thread for a large one."""
+    if len(raw) > OFF_LOOP_BYTES:
+        return await asyncio.to_thread(fn, *args)
+    return fn(*args)
+
 
 async def read_body(request: Request, limit: int) -> bytes:
+    """The whole body, refused with a 413 above `limit` bytes and a 400 when it costs too much to parse."""
+    raw = await _read(request, limit)
+    settings = request.app.state.settings
+    await off_loop(raw, check_body, raw, Bounds(settings.max_json_depth, settings.max_json_containers))
+    return raw
+
+
+async def read_request(request: Request) -> CreateResponse:
+    """The validated body of POST /v1/responses, parsed off the event loop when large."""
+    settings = request.app.state.settings
+    raw = await read_body(request, settings.max_body_bytes)
+    req = await off_loop(raw, parse_request, raw)
+    if isinstance(req.input, list) and len(req.input) > settings.max_input_items:
+        raise invalid(f"Invalid 'input': array too long. Expected an array with maximum length "
+                      f"{settings.max_input_items}, but got an array with length {len(req.input)} instead.",
+                      "input", "array_above_max_length")
+    return req
+
+
+async def _read(request: Request, limit: int) -> bytes:
     too_large = APIError(413, f"Request body too large: the limit is {limit} bytes.", code="request_too_large")
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > limit:
@@ -71,7 +106,7 @@ async def cancelled_if_client_leaves(request: Request) -> AsyncIterator[None]:
 
 async def create_response(request: Request) -> Response | EventStreamResponse:
     state = request.app.state
-    req = parse_request(await read_body(request, state.settings.max_body_bytes))
+    req = await read_request(request)
     try:
         async with cancelled_if_client_leaves(request):
             started = await start(state, req, owner(request))

@@ -224,7 +224,7 @@ _TYPE_NAMES = {
 }
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int):
@@ -276,7 +276,7 @@ def _to_api_error(exc: ValidationError) -> APIError:
         expected = " or ".join(dict.fromkeys(
             _TYPE_NAMES.get(e["type"], "a valid value") for e in errors if _same_param(e, loc)
         ))
-        got = _json_type(first.get("input"))
+        got = json_type(first.get("input"))
         return APIError(400, f"Invalid type for '{param}': expected {expected}, but got {got} instead.",
                         param=param, code="invalid_type")
     if kind in ("less_than_equal", "less_than", "greater_than_equal", "greater_than"):

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import APIError, invalid, unsupported
 from .mcp_tool import MCPServer
+from .request import json_type
 
 log = logging.getLogger("responses_gateway.tools")
 
@@ -255,8 +256,12 @@ def _choice(out: ToolSet, choice: Any) -> None:
         if mode not in ("auto", "required"):
             raise invalid(f"Invalid value: '{mode}'. Supported values are: 'auto' and 'required'.",
                           "tool_choice.mode")
+        refs = choice.get("tools") or []
+        if not isinstance(refs, list):
+            raise invalid(f"Invalid type for 'tool_choice.tools': expected an array, but got "
+                          f"{json_type(refs)} instead.", "tool_choice.tools", "invalid_type")
         allowed: list[Tool] = []
-        for j, ref in enumerate(choice.get("tools") or ()):
+        for j, ref in enumerate(refs):
             tool = _find(out, ref.get("type"), ref.get("name"), ref.get("namespace")) if isinstance(ref, dict) \
                 else None
             if tool is None:

@@ -1,0 +1,99 @@
+"""Bounded request cost: nesting, object count, input length and integer width are refused with 400s, and a
+large body is scanned and parsed off the event loop so other requests keep being answered meanwhile."""
+
+import threading
+import time
+
+import httpx
+import orjson
+import pytest
+
+from tests.support.fake_chat import text_stream
+from tests.test_requests import error_of
+
+BIG = 2**70
+SCHEMA = {"type": "object", "properties": {"a": {"type": "integer", "maximum": BIG}}}
+
+
+@pytest.mark.parametrize(("extra", "param"), [
+    ({"max_output_tokens": BIG}, "max_output_tokens"),
+    ({"max_tool_calls": BIG}, "max_tool_calls"),
+    ({"max_output_tokens": -BIG}, "max_output_tokens"),
+    ({"tools": [{"type": "function", "name": "f", "parameters": SCHEMA}]}, "tools[0].parameters.properties.a.maximum"),
+    ({"text": {"format": {"type": "json_schema", "name": "x", "schema": SCHEMA}}},
+     "text.format.schema.properties.a.maximum"),
+])
+def test_integers_wider_than_64_bits_are_a_400(http, upstream, extra, param):
+    err = error_of(http, {"model": "m", "input": "x", **extra})
+    assert err["param"] == param and err["code"] == "integer_out_of_range"
+    assert str(abs(BIG)) in err["message"]
+    assert upstream.requests == []
+
+
+def test_allowed_tools_that_is_not_an_array_is_a_400(http, upstream):
+    err = error_of(http, {"model": "m", "input": "x", "tool_choice": {"type": "allowed_tools", "tools": 5}})
+    assert err["param"] == "tool_choice.tools" and err["code"] == "invalid_type"
+
+
+def test_64_bit_integers_still_pass(http, upstream):
+    upstream.enqueue(text_stream(["ok"]))
+    schema = {"type": "object", "properties": {"a": {"type": "integer", "maximum": 2**63 - 1}}}
+    resp = http.post("/v1/responses", json={"model": "m", "input": "x", "text": {
+        "format": {"type": "json_schema", "name": "x", "schema": schema}}})
+    assert resp.status_code == 200, resp.text
+    assert upstream.requests[0].body["response_format"]["json_schema"]["schema"] == schema
+
+
+def test_nesting_too_deep_is_a_400(http, upstream):
+    deep: dict = {"type": "string"}
+    for _ in range(80):
+        deep = {"type": "array", "items": deep}
+    err = error_of(http, {"model": "m", "input": "x", "tools": [{"type": "function", "name": "f",
+                                                                 "parameters": deep}]})
+    assert err["code"] == "nesting_too_deep" and "64" in err["message"]
+
+
+def test_too_many_input_items_is_a_400(http, upstream):
+    err = error_of(http, {"model": "m", "input": [{"role": "user", "content": "x"}] * 20_001})
+    assert err["param"] == "input" and err["code"] == "array_above_max_length"
+
+
+def test_too_many_objects_is_a_400(http, upstream):
+    err = error_of(http, {"model": "m", "input": [{"role": "user", "content": "x"}] * 200_001})
+    assert err["code"] == "request_too_complex"
+
+
+def _probe_while(gateway, send) -> tuple[list[float], object]:
+    """Probe /health continuously while `send()` runs in another thread; the probes' latencies and its result."""
+    result = {}
+    worker = threading.Thread(target=lambda: result.setdefault("r", send()))
+    latencies = []
+    with httpx.Client(base_url=gateway.url, timeout=30) as probe:
+        probe.get("/health")
+        worker.start()
+        while worker.is_alive():
+            t = time.perf_counter()
+            assert probe.get("/health").status_code == 200
+            latencies.append(time.perf_counter() - t)
+            time.sleep(0.02)
+    worker.join()
+    return latencies, result["r"]
+
+
+@pytest.mark.parametrize("kind", ["refused", "accepted"])
+def test_a_30_mb_body_does_not_stall_health(gateway, upstream, kind):
+    if kind == "refused":  # 700k tiny items: over every count limit, found by the scan alone
+        body = {"model": "m", "input": [{"role": "user", "content": f"hello there {i}"} for i in range(700_000)]}
+    else:  # 15k items of 2 kB: within the limits, parsed and validated in a worker thread
+        upstream.enqueue(text_stream(["ok"]))
+        body = {"model": "m", "input": [{"role": "user", "content": "y" * 2000 + str(i)} for i in range(15_000)]}
+    raw = orjson.dumps(body)
+    assert len(raw) > 25_000_000
+
+    def send():
+        with httpx.Client(timeout=120) as c:
+            return c.post(f"{gateway.url}/v1/responses", content=raw, headers={"content-type": "application/json"})
+
+    latencies, resp = _probe_while(gateway, send)
+    assert resp.status_code == (400 if kind == "refused" else 200), resp.text[:300]
+    assert latencies and max(latencies) < 1.0, latencies  # a generous bound; bench/ measures properly
