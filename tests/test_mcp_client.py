@@ -388,3 +388,33 @@ def test_result_to_text():
     assert result_to_text(T.CallToolResult(content=[embedded, blob, audio])) == (
         "inside\n[resource: file:///r.bin]\n[audio: audio/wav]"
     )
+
+
+def test_dns_rebinding_cannot_redirect_the_connection(mcp_server, monkeypatch):
+    """The resolver answers the admitted 127.0.0.1 first and 127.0.0.2 (where nothing listens) afterwards: the
+    session connects to the address that was checked, and never asks the resolver again."""
+    real = socket.getaddrinfo
+    lookups = []
+
+    def rebinding(host, port, *args, **kwargs):
+        if (host.decode() if isinstance(host, bytes) else host) != "rebind.test":  # anyio passes bytes
+            return real(host, port, *args, **kwargs)
+        lookups.append(host)
+        return real("127.0.0.1" if len(lookups) == 1 else "127.0.0.2", port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    url = mcp_server.url.replace("127.0.0.1", "rebind.test")
+
+    async def go():
+        address = await check_url(url, ["127.0.0.1/32"])
+        assert address == "127.0.0.1"
+        # (the test server's own rebinding guard checks Host: send the name it knows)
+        host = {"Host": mcp_server.base_url.removeprefix("http://")}
+        async with MCPSession(server(url, headers=host), timeout=10, address=address) as session:
+            assert {t["name"] for t in await session.list_tools()} >= {"add", "echo"}
+        with pytest.raises(MCPError, match="cannot connect"):  # unpinned, the second lookup would have redirected it
+            async with MCPSession(server(url, headers=host), timeout=10) as session:
+                await session.list_tools()
+
+    run(go())
+    assert len(lookups) == 2  # the check, then only the unpinned session

@@ -150,8 +150,8 @@ class MCPLoop:
         session = self.sessions.get(server.label)
         if session is None:
             try:
-                await check_url(server.url, self.allow_hosts)
-                session = MCPSession(server, timeout=self.timeout)
+                address = await check_url(server.url, self.allow_hosts)
+                session = MCPSession(server, timeout=self.timeout, address=address)
                 await session.connect()
             except (MCPError, ValueError) as exc:
                 self.unusable[server.label] = str(exc)

@@ -12,19 +12,20 @@ import logging
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 from mcp import Client
 from mcp import types as mcp_types
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError as SDKError
 
 from responses_gateway import __version__
 
 from ..protocol.mcp_tool import MCPServer
 from .errors import MCPError, describe, is_network_error, timed_out
+from .pinning import client_factory
 from .results import result_to_text, tool_dict
 from .urls import safe_url
 
@@ -55,8 +56,10 @@ class MCPSession:
     `timeout` bounds connecting and is the default per-request timeout; calls run concurrently if you like.
     """
 
-    def __init__(self, server: MCPServer, *, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(self, server: MCPServer, *, timeout: float = DEFAULT_TIMEOUT, address: str | None = None):
         self.server = server
+        # `address`: the IP `check_url` admitted for the URL's host; connections go there, never re-resolved.
+        self._client_factory = client_factory(urlsplit(server.url).hostname, address)
         self.timeout = timeout
         self.transport: str | None = None  # "streamable_http" or "sse" once connected
         self._client: Client | None = None
@@ -137,11 +140,12 @@ class MCPSession:
         server = self.server
         headers = dict(server.headers)
         if kind == "streamable_http":
-            http = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(timeout, read=SSE_READ_TIMEOUT))
+            http = self._client_factory(headers=headers, timeout=httpx2.Timeout(timeout, read=SSE_READ_TIMEOUT))
             await stack.enter_async_context(http)
             transport: Any = streamable_http_client(server.url, http_client=http)
         else:
-            transport = sse_client(server.url, headers=headers, timeout=timeout, sse_read_timeout=SSE_READ_TIMEOUT)
+            transport = sse_client(server.url, headers=headers, timeout=timeout, sse_read_timeout=SSE_READ_TIMEOUT,
+                                   httpx_client_factory=self._client_factory)
         client = Client(
             transport,
             read_timeout_seconds=timeout,

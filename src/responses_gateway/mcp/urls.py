@@ -99,15 +99,18 @@ def _refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     return None
 
 
-async def check_url(url: str, allow_hosts: Iterable[str] = (), *, resolve_timeout: float = 5.0) -> None:
+async def check_url(url: str, allow_hosts: Iterable[str] = (), *, resolve_timeout: float = 5.0) -> str | None:
     """Refuse an MCP `server_url` the gateway must not connect to; raises `ValueError` with the reason.
 
     The scheme must be http or https. Unless the host (as written, or "host:port", or a resolved IP, or a
     CIDR entry such as "10.0.0.0/8" containing it) is in `allow_hosts`, every address the host resolves to
     must be public: every special-purpose range of IANA's registries is refused (loopback, private, shared,
     link-local, documentation, NAT64, 6to4, Teredo, ...), and so are addresses embedding a refused IPv4.
-    Resolution uses the event loop's resolver (non-blocking). Note: a hostname is resolved again when the
-    SDK connects, so this does not defeat DNS rebinding by a hostile resolver.
+    Resolution uses the event loop's resolver (non-blocking).
+
+    Returns the address to connect to for a hostname that was resolved and checked (None for an IP literal
+    or a host allowed by name): the session connects to exactly that address (`PinnedBackend`), so a
+    resolver answering differently on a second lookup (DNS rebinding) cannot redirect the connection.
     """
     try:
         parts = urlsplit(url)
@@ -123,7 +126,7 @@ async def check_url(url: str, allow_hosts: Iterable[str] = (), *, resolve_timeou
     port = port if port is not None else (443 if scheme == "https" else 80)
     names, networks = _allow_entries(allow_hosts)
     if host in names or f"{host}:{port}" in names or f"[{host}]:{port}" in names:
-        return
+        return None
 
     literal: ipaddress.IPv4Address | ipaddress.IPv6Address | None
     try:
@@ -161,3 +164,4 @@ async def check_url(url: str, allow_hosts: Iterable[str] = (), *, resolve_timeou
                 f"server_url host {shown} is a {what} address; refused (the operator can allow it with "
                 f"--mcp-allow-hosts)"
             )
+    return None if literal is not None else str(addresses[0])
