@@ -238,7 +238,10 @@ def test_non_streaming_failure_is_502(http, upstream):
     upstream.enqueue(Stream(text_stream(["Hel"])[:2] + [DROP]))
     resp = http.post("/v1/responses", json={"model": "fake-model", "input": "x"})
     assert resp.status_code == 502
-    assert resp.json()["error"]["message"]
+    rid = resp.headers["x-response-id"]
+    assert resp.json()["error"]["message"].endswith(f"(response {rid} was stored with status failed)")
+    stored = http.get(f"/v1/responses/{rid}").json()  # the id in the error finds the failed response
+    assert stored["status"] == "failed" and stored["error"]["code"] == resp.json()["error"]["code"]
 
 
 def test_upstream_answering_json_despite_stream(http, upstream):

@@ -119,7 +119,17 @@ async def create_response(request: Request) -> Response | EventStreamResponse:
         return EventStreamResponse(started.batches, state.settings.sse_keepalive or None)
     final = started.final
     if final["status"] == "failed":
-        error = final["error"] or {}
-        return error_response(502, {"error": {"message": error.get("message"), "type": "server_error",
-                                              "param": None, "code": error.get("code")}})
+        return failed_response(final, stored=state.store is not None and req.store is not False)
     return Response(orjson.dumps(final), media_type="application/json")
+
+
+def failed_response(final: dict, *, stored: bool) -> Response:
+    """A non-streamed response that failed: a 502 whose message (and `x-response-id` header) names the
+    response, so the client can find the failed response that was stored (GET /v1/responses/{id})."""
+    error = final["error"] or {}
+    rid = final["id"]
+    kept = stored and error.get("code") != "storage_error"
+    note = f"response {rid} was stored with status failed" if kept else f"response {rid}"
+    message = f"{error.get('message') or 'The response failed.'} ({note})"
+    return error_response(502, {"error": {"message": message, "type": "server_error", "param": None,
+                                          "code": error.get("code")}}, headers={"x-response-id": rid})
