@@ -99,7 +99,7 @@ def test_websocket_upgrade_is_refused_with_a_4xx_when_websocket_mode_is_off(upst
 
 
 def test_health_and_models(http, upstream):
-    assert http.get("/health").json() == {"status": "ok"}
+    assert http.get("/health").json() == {"status": "ok", "database": "ok"}
     upstream.models = ["m-1", "m-2"]
     models = http.get("/v1/models").json()
     assert models["object"] == "list" and [m["id"] for m in models["data"]] == ["m-1", "m-2"]

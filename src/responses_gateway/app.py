@@ -68,7 +68,28 @@ async def metrics_endpoint(request: Request) -> Response:
 
 
 async def health(request: Request) -> Response:
-    return Response(b'{"status":"ok"}', media_type="application/json")
+    """200 when the gateway can serve; 503 naming what is down. The database answers one trivial query
+    within --health-db-timeout seconds (a stalled database makes stored requests fail, so it is down)."""
+    store = request.app.state.store
+    if store is None:
+        return Response(b'{"status":"ok"}', media_type="application/json")
+    timeout = request.app.state.settings.health_db_timeout
+    # Not asyncio.timeout: a driver cancelled mid-query may wait on the stalled socket to clean up, so the
+    # probe is left to finish (or fail) on its own and only the answer is bounded.
+    ping = asyncio.ensure_future(store.ping())
+    ping.add_done_callback(lambda t: t.cancelled() or t.exception())
+    done, _ = await asyncio.wait({ping}, timeout=timeout)
+    if not done:
+        ping.cancel()
+        problem = f"the database did not answer within {timeout:g}s"
+    elif ping.exception() is not None:
+        exc = ping.exception()
+        problem = f"the database failed: {type(exc).__name__}: {str(exc)[:200]}"
+    else:
+        return Response(b'{"status":"ok","database":"ok"}', media_type="application/json")
+    log.warning("health: %s", problem)
+    return Response(orjson.dumps({"status": "unavailable", "database": problem}), status_code=503,
+                    media_type="application/json")
 
 
 async def list_models(request: Request) -> Response:

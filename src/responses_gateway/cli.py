@@ -75,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
                                   f"[{ENV['db']}; default: SQLite in the user's data directory]")
         command.add_argument("--retention-days", type=float,
                              help=f"how long stored responses are kept [{ENV['retention_days']}; default 30]")
+    serve.add_argument("--health-db-timeout", type=float, metavar="S",
+                       help=f"seconds /health waits for the database [{ENV['health_db_timeout']}; default 2]")
     serve.add_argument("--api-keys-file", metavar="PATH",
                        help=f"file with one accepted API key per line [{ENV['api_keys_file']}]")
     serve.add_argument("--api-keys", metavar="K1,K2", help=f"accepted API keys [{ENV['api_keys']}]")

@@ -49,6 +49,7 @@ class Settings:
     # On SIGTERM: seconds running responses get to finish before they end with response.failed (stored).
     drain_timeout: float = 30.0
     db_timeout: float = 10.0  # seconds for a database connection and for each statement
+    health_db_timeout: float = 2.0  # seconds /health gives the database to answer before it reports 503
     # Inbound keys: when any are set, every /v1 request needs `Authorization: Bearer <key>`.
     api_keys: str | None = None  # comma-separated
     api_keys_file: str | None = None
@@ -133,6 +134,7 @@ ENV = {
     "retention_days": "RG_RETENTION_DAYS",
     "db_timeout": "RG_DB_TIMEOUT",
     "drain_timeout": "RG_DRAIN_TIMEOUT",
+    "health_db_timeout": "RG_HEALTH_DB_TIMEOUT",
     "api_keys": "RG_API_KEYS",
     "api_keys_file": "RG_API_KEYS_FILE",
     "config": "RG_CONFIG",

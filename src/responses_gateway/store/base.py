@@ -67,6 +67,10 @@ class Store(Protocol):
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str, owner: str) -> bool: ...
 
+    async def ping(self) -> None:
+        """One trivial query: raises if the database cannot answer (`/health` bounds it with a deadline)."""
+        ...
+
     async def purge(self) -> int:
         """Delete expired rows; returns how many responses went."""
         ...

@@ -330,6 +330,9 @@ class SQLStore:
         value: str = row[0]
         return value
 
+    async def ping(self) -> None:
+        await self.engine.fetchone("SELECT 1", ())
+
     async def purge(self) -> int:
         now = int(time.time())
         return await self.engine.write([
