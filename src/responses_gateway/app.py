@@ -15,7 +15,7 @@ from starlette.routing import Route, WebSocketRoute
 
 from . import metrics
 from .api import conversations
-from .api.auth import KeyAuth
+from .api.auth import KeyAuth, start_owners
 from .api.compact import compact_response
 from .api.errors import HANDLERS
 from .api.input_tokens import count_input_tokens
@@ -109,6 +109,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             await store.open()
             await store.upgrade()
             purger = asyncio.create_task(purge_forever(store))
+        app.state.owners = await start_owners(keys, settings.owner_secret, store)
         on_sigterm(settings.drain_timeout)
         try:
             yield

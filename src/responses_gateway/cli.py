@@ -80,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--api-keys-file", metavar="PATH",
                        help=f"file with one accepted API key per line [{ENV['api_keys_file']}]")
     serve.add_argument("--api-keys", metavar="K1,K2", help=f"accepted API keys [{ENV['api_keys']}]")
+    serve.add_argument("--owner-secret", metavar="SECRET",
+                       help="HMAC secret for the owner ids derived from API keys; default: generated once and "
+                            f"kept in the database [{ENV['owner_secret']}]")
     serve.add_argument("--mcp-allow-hosts", metavar="H1,H2",
                        help="MCP hosts admitted although loopback/private (host, host:port, IP or CIDR) "
                             f"[{ENV['mcp_allow_hosts']}]")

@@ -53,6 +53,8 @@ class Settings:
     # Inbound keys: when any are set, every /v1 request needs `Authorization: Bearer <key>`.
     api_keys: str | None = None  # comma-separated
     api_keys_file: str | None = None
+    # HMAC secret for owner ids; None: generated at first start and kept in the store (shared by replicas).
+    owner_secret: str | None = None
     config: str | None = None  # a TOML routing file (see routing.py); overrides --upstream
     # MCP: hosts (or host:port, IPs, CIDRs) admitted despite being loopback/private; per-call timeout;
     # a hard cap on model ↔ tool rounds in one response.
@@ -137,6 +139,7 @@ ENV = {
     "health_db_timeout": "RG_HEALTH_DB_TIMEOUT",
     "api_keys": "RG_API_KEYS",
     "api_keys_file": "RG_API_KEYS_FILE",
+    "owner_secret": "RG_OWNER_SECRET",
     "config": "RG_CONFIG",
     "mcp_allow_hosts": "RG_MCP_ALLOW_HOSTS",
     "mcp_timeout": "RG_MCP_TIMEOUT",

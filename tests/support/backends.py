@@ -86,7 +86,9 @@ class Backend:
         if self.name == "sqlite":
             conn = sqlite3.connect(self.db, timeout=10)
             try:
-                return [tuple(row) for row in conn.execute(sql, args).fetchall()]
+                rows = [tuple(row) for row in conn.execute(sql, args).fetchall()]
+                conn.commit()  # an UPDATE/DELETE takes effect
+                return rows
             finally:
                 conn.close()
         return asyncio.run(self._pg_query(sql, args))

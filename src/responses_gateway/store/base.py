@@ -67,6 +67,10 @@ class Store(Protocol):
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str, owner: str) -> bool: ...
 
+    async def reown(self, owners: dict[str, str]) -> None:
+        """Give every row owned by a key of `owners` to its value (old owner id → new)."""
+        ...
+
     async def ping(self) -> None:
         """One trivial query: raises if the database cannot answer (`/health` bounds it with a deadline)."""
         ...

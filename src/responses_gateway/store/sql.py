@@ -330,6 +330,12 @@ class SQLStore:
         value: str = row[0]
         return value
 
+    async def reown(self, owners: dict[str, str]) -> None:
+        """Rows owned by each old owner id pass to its new one (the owner hash changed), in one transaction."""
+        pairs = [(new, old) for old, new in owners.items() if old != new]
+        await self.engine.write([(f"UPDATE {table} SET owner = ? WHERE owner = ?", pairs)
+                                 for table in ("responses", "items", "conversations")])
+
     async def ping(self) -> None:
         await self.engine.fetchone("SELECT 1", ())
 
