@@ -53,7 +53,8 @@ async def owner_secret(configured: str | None, store: Any) -> str:
     fresh = secrets.token_urlsafe(32)
     if store is None:
         return fresh  # nothing is stored, so nothing needs the same owner tomorrow
-    return await store.secret(SECRET_NAME, fresh)
+    kept: str = await store.secret(SECRET_NAME, fresh)
+    return kept
 
 
 async def start_owners(keys: list[str], configured_secret: str | None, store: Any) -> dict[bytes, str]:

@@ -123,7 +123,7 @@ async def create_response(request: Request) -> Response | EventStreamResponse:
     return Response(orjson.dumps(final), media_type="application/json")
 
 
-def failed_response(final: dict, *, stored: bool) -> Response:
+def failed_response(final: dict[str, Any], *, stored: bool) -> Response:
     """A non-streamed response that failed: a 502 whose message (and `x-response-id` header) names the
     response, so the client can find the failed response that was stored (GET /v1/responses/{id})."""
     error = final["error"] or {}

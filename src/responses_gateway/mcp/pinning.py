@@ -8,7 +8,7 @@ dials the pinned IP, while the URL, the Host header, TLS SNI and certificate che
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import httpcore2
@@ -39,7 +39,7 @@ class PinnedBackend(httpcore2.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-def client_factory(host: str | None, address: str | None):
+def client_factory(host: str | None, address: str | None) -> Callable[..., httpx2.AsyncClient]:
     """A factory with the MCP SDK's `McpHttpClientFactory` signature; pinned when `address` is given."""
 
     def make(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
