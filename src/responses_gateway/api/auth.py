@@ -59,9 +59,11 @@ async def owner_secret(configured: str | None, store: Any) -> str:
 
 async def start_owners(keys: list[str], configured_secret: str | None, store: Any) -> dict[bytes, str]:
     """Each key's owner id; rows still under a key's legacy owner id are moved to the keyed one."""
+    if not keys:
+        return {}  # everyone shares the owner "": no secret needed
     secret = await owner_secret(configured_secret, store)
     owners = {key: owner_of(key, secret) for key in keys}
-    if store is not None and owners:
+    if store is not None:
         await store.reown({legacy_owner_of(key): owner for key, owner in owners.items()})
     return {key.encode(): owner for key, owner in owners.items()}
 
