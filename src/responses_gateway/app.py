@@ -15,6 +15,7 @@ from starlette.routing import Route, WebSocketRoute
 
 from . import metrics
 from .api import conversations
+from .api.admission import Admission, AdmissionLimits
 from .api.auth import KeyAuth, start_owners
 from .api.compact import compact_response
 from .api.errors import HANDLERS
@@ -147,7 +148,9 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
         lifespan=lifespan,
     )
     keys = settings.load_api_keys()
-    app.add_middleware(KeyAuth, keys=keys)
+    app.add_middleware(Admission, limits=AdmissionLimits(settings.max_in_flight, settings.key_max_in_flight,
+                                                         settings.key_requests_per_minute))
+    app.add_middleware(KeyAuth, keys=keys)  # added last, so it runs first: Admission knows the owner
     return app
 
 
@@ -157,4 +160,13 @@ def app_from_env() -> Starlette:
 
     from .config import check, from_env
 
-    return create_app(check(replace(Settings(), **from_env())))
+    settings = check(replace(Settings(), **from_env()))
+    configure_edge(settings)
+    return create_app(settings)
+
+
+def configure_edge(settings: Settings) -> None:
+    """This process's connection limits (`edge.EdgeProtocol`, which `serve` gives uvicorn)."""
+    from .edge import EdgeLimits, EdgeProtocol
+
+    EdgeProtocol.configure(EdgeLimits(settings.header_timeout, settings.body_timeout, settings.max_connections))

@@ -65,6 +65,17 @@ def _parser() -> argparse.ArgumentParser:
                        help=f"objects + arrays in one body [{ENV['max_json_containers']}; default 200000]")
     serve.add_argument("--max-input-items", type=int,
                        help=f"items in one request's input [{ENV['max_input_items']}; default 20000]")
+    for flag, kind, default, what in (
+        ("--header-timeout", float, "30", "seconds a client has to send a request's headers"),
+        ("--body-timeout", float, "60", "seconds a client has to send a request's body"),
+        ("--keep-alive-timeout", float, "5", "seconds an idle keep-alive connection is kept"),
+        ("--max-connections", int, "0 = 3/4 of the open-file limit", "open client connections per process"),
+        ("--max-in-flight", int, "512", "requests in flight per process (429 beyond)"),
+        ("--key-max-in-flight", int, "0 = off", "concurrent requests per API key (429 beyond)"),
+        ("--key-requests-per-minute", float, "0 = off", "requests per minute per API key (429 beyond)"),
+    ):
+        name = flag[2:].replace("-", "_")
+        serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {default}]")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                        help=f"[{ENV['log_level']}; default info]")
     add_check_arguments(sub.add_parser("check", help="check a Responses API endpoint's conformance (docs/check.md)"))
@@ -158,7 +169,7 @@ def db_command(settings: Settings, action: str) -> None:
 def serve(settings: Settings) -> None:
     import uvicorn
 
-    from .app import create_app, make_router
+    from .app import configure_edge, create_app, make_router
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -184,7 +195,9 @@ def serve(settings: Settings) -> None:
                     "Use --upstream URL to serve a real model server.")
     common: dict[str, Any] = dict(host=settings.host, port=settings.port, log_level=settings.log_level,
                                   access_log=False,
-                                  timeout_graceful_shutdown=settings.drain_timeout + 5, **settings.server_options())
+                                  timeout_graceful_shutdown=settings.drain_timeout + 5, **settings.server_options(),
+                                  timeout_keep_alive=settings.keep_alive_timeout,
+                                  http="responses_gateway.edge:EdgeProtocol")
     if settings.workers > 1:
         # Each worker builds its own app from the environment.
         for name, var in ENV.items():
@@ -194,6 +207,7 @@ def serve(settings: Settings) -> None:
         with metrics_dir():
             uvicorn.run("responses_gateway.app:app_from_env", factory=True, workers=settings.workers, **common)
     else:
+        configure_edge(settings)
         uvicorn.run(create_app(settings, router=router), **common)
 
 

@@ -33,6 +33,14 @@ class Settings:
     max_json_depth: int = 64
     max_json_containers: int = 200_000
     max_input_items: int = 20_000
+    # Edge (docs/limits.md): slow and idle clients, open connections, requests in flight, per-key limits.
+    header_timeout: float = 30.0
+    body_timeout: float = 60.0
+    keep_alive_timeout: float = 5.0
+    max_connections: int = 0  # 0: three quarters of the open-file limit
+    max_in_flight: int = 512
+    key_max_in_flight: int = 0  # 0: off
+    key_requests_per_minute: float = 0  # 0: off
     # Hosted tools (web_search, file_search, ...) the gateway cannot run: "drop" them with a warning, or "reject".
     hosted_tools: str = "drop"
     # How reasoning from earlier turns is sent back to a Chat Completions upstream:
@@ -127,6 +135,13 @@ ENV = {
     "max_json_depth": "RG_MAX_JSON_DEPTH",
     "max_json_containers": "RG_MAX_JSON_CONTAINERS",
     "max_input_items": "RG_MAX_INPUT_ITEMS",
+    "header_timeout": "RG_HEADER_TIMEOUT",
+    "body_timeout": "RG_BODY_TIMEOUT",
+    "keep_alive_timeout": "RG_KEEP_ALIVE_TIMEOUT",
+    "max_connections": "RG_MAX_CONNECTIONS",
+    "max_in_flight": "RG_MAX_IN_FLIGHT",
+    "key_max_in_flight": "RG_KEY_MAX_IN_FLIGHT",
+    "key_requests_per_minute": "RG_KEY_REQUESTS_PER_MINUTE",
     "hosted_tools": "RG_HOSTED_TOOLS",
     "reasoning_history": "RG_REASONING_HISTORY",
     "max_tokens_field": "RG_MAX_TOKENS_FIELD",

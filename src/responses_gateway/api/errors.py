@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from ..errors import SERVER_ERROR, APIError
@@ -44,4 +44,11 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
     return render(SERVER_ERROR)
 
 
-HANDLERS: dict[Any, Callable[..., Awaitable[Response]]] = {APIError: on_api_error, HTTPException: on_http_error, Exception: on_unexpected}
+async def on_client_gone(request: Request, exc: ClientDisconnect) -> Response:
+    """The client left (or was closed as too slow) while its body was being read: nobody reads an answer."""
+    return Response(status_code=499)
+
+
+HANDLERS: dict[Any, Callable[..., Awaitable[Response]]] = {
+    APIError: on_api_error, HTTPException: on_http_error, ClientDisconnect: on_client_gone, Exception: on_unexpected,
+}
