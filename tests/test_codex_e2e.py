@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.e2e_setup import ensure_node_modules
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
 
 CODEX_DIR = Path(__file__).parent / "e2e" / "codex"
@@ -75,6 +76,8 @@ stream_idle_timeout_ms = 30000
 
 def codex_bin() -> Path:
     explicit = os.environ.get("CODEX_BIN")
+    if not explicit:
+        ensure_node_modules("codex")
     path = Path(explicit) if explicit else DEFAULT_BIN
     if path.is_file():
         return path

@@ -1,7 +1,7 @@
 """Running a Node client script from tests/e2e/<dir> against the gateway, as the end-to-end tests do.
 
-A missing node or npm package skips the test locally and fails it under CI, where `.ci/run` runs `npm ci` in
-every tests/e2e/<dir> before pytest.
+A missing tests/e2e/<dir>/node_modules is installed with `npm ci` on first use (`e2e_setup`); when that is
+impossible (no npm, no network) the test is skipped locally and fails under CI.
 """
 
 from __future__ import annotations
@@ -15,12 +15,15 @@ from typing import Any
 
 import pytest
 
+from tests.support.e2e_setup import ensure_node_modules
+
 E2E = Path(__file__).parents[1] / "e2e"
 
 
 def require_node_packages(folder: str, *packages: str) -> str:
     """The node binary, once tests/e2e/<folder>/node_modules holds ``packages``."""
     install = f"npm ci --prefix tests/e2e/{folder}"
+    ensure_node_modules(folder)
     node = shutil.which("node")
     modules = E2E / folder / "node_modules"
     installed = all((modules / package).is_dir() for package in packages)
