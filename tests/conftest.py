@@ -7,6 +7,12 @@ them — the unit layer in tests/unit — start fast.
 import pytest
 
 
+def pytest_configure(config):
+    from tests.support import e2e_setup  # light: no server or SDK imports
+
+    e2e_setup.pytest_config = config  # the end-to-end setup prints its installs past output capture
+
+
 @pytest.fixture(scope="session")
 def _upstream_server():
     from tests.support.fake_chat import FakeChatUpstream

@@ -8,19 +8,24 @@ installs (the tests then skip, or fail under CI, as before). `.ci/run` runs the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 E2E = Path(__file__).parents[1] / "e2e"
 _tried: set[str] = set()
+pytest_config: Any = None  # set by tests/conftest.py, to print past pytest's output capture
 
 
 def _say(message: str) -> None:
-    print(f"\n[e2e setup] {message}", file=sys.__stderr__, flush=True)  # shown even while pytest captures
+    capture = pytest_config.pluginmanager.getplugin("capturemanager") if pytest_config is not None else None
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+        print(f"\n[e2e setup] {message}", file=sys.stderr, flush=True)
 
 
 def _run(what: str, command: list[str]) -> bool:
