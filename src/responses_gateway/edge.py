@@ -81,6 +81,10 @@ class EdgeProtocol(HttpToolsProtocol):
         self._disarm()
         super().on_message_complete()
 
+    def handle_websocket_upgrade(self) -> None:
+        self._disarm()  # the connection becomes a WebSocket's: no HTTP deadline applies any more
+        super().handle_websocket_upgrade()
+
     def timeout_keep_alive_handler(self) -> None:
         if not self.transport.is_closing():
             metrics.connections_closed.labels("idle").inc()
