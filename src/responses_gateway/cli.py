@@ -65,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
                        help=f"objects + arrays in one body [{ENV['max_json_containers']}; default 200000]")
     serve.add_argument("--max-input-items", type=int,
                        help=f"items in one request's input [{ENV['max_input_items']}; default 20000]")
-    for flag, kind, default, what in (
+    edge_flags: list[tuple[str, type, str, str]] = [
         ("--header-timeout", float, "30", "seconds a client has to send a request's headers"),
         ("--body-timeout", float, "60", "seconds a client has to send a request's body"),
         ("--keep-alive-timeout", float, "5", "seconds an idle keep-alive connection is kept"),
@@ -73,9 +73,10 @@ def _parser() -> argparse.ArgumentParser:
         ("--max-in-flight", int, "512", "requests in flight per process (429 beyond)"),
         ("--key-max-in-flight", int, "0 = off", "concurrent requests per API key (429 beyond)"),
         ("--key-requests-per-minute", float, "0 = off", "requests per minute per API key (429 beyond)"),
-    ):
+    ]
+    for flag, kind, shown, what in edge_flags:
         name = flag[2:].replace("-", "_")
-        serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {default}]")
+        serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {shown}]")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                        help=f"[{ENV['log_level']}; default info]")
     add_check_arguments(sub.add_parser("check", help="check a Responses API endpoint's conformance (docs/check.md)"))
