@@ -254,6 +254,21 @@ def test_frame_size_limit(special, upstream):
     assert closed.value.rcvd.code == 1009
 
 
+def test_frames_have_the_bodies_bounds(gateway, upstream):
+    """Nesting depth and integer width are checked on a frame as on an HTTP body (an integer wider than 64
+    bits used to become a float silently)."""
+    deep: dict = {"type": "string"}
+    for _ in range(80):
+        deep = {"type": "array", "items": deep}
+    with connect(ws_url(gateway)) as ws:
+        frame = error_of(turn(ws, model="m", input="x", tools=[{"type": "function", "name": "f",
+                                                                 "parameters": deep}]))
+        assert frame["error"]["code"] == "nesting_too_deep"
+        frame = error_of(turn(ws, model="m", input="x", max_output_tokens=2**70))
+        assert (frame["error"]["code"], frame["error"]["param"]) == ("integer_out_of_range", "max_output_tokens")
+    assert upstream.requests == []
+
+
 def test_keys_and_isolation(special, upstream):
     server = special(api_keys="key-a,key-b")
     upstream.enqueue(text_stream(["mine"]), text_stream(["again"]))

@@ -27,6 +27,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .. import metrics
 from ..errors import SERVER_ERROR, APIError
+from ..protocol.bounds import Bounds, check_body
 from ..protocol.request import parse_request
 from ..respond import start
 from .errors import error_response
@@ -122,7 +123,11 @@ class Connection:
         if len(data) > limit:
             return APIError(413, f"Message too large: the limit is {limit} bytes.", code="request_too_large")
         try:
-            frame = orjson.loads(data)
+            raw = data.encode() if isinstance(data, str) else data
+            check_body(raw, Bounds(self.settings.max_json_depth, self.settings.max_json_containers))
+            frame = orjson.loads(raw)
+        except APIError as exc:  # too deep, too many objects, an integer wider than 64 bits
+            return exc
         except orjson.JSONDecodeError as exc:
             return APIError(400, f"The message is not valid JSON: {exc}.", code="invalid_json")
         kind = frame.get("type") if isinstance(frame, dict) else None
