@@ -137,6 +137,29 @@ def wait_http(url: str, proc: Proc, timeout: float = 30.0) -> None:
     raise RuntimeError(f"{proc.name} did not answer {url} within {timeout} s:\n{proc.tail()}")
 
 
+@contextlib.contextmanager
+def upstream_and_gateway(tmpdir: Path, upstream_args: list[str], gateway_args: list[str]):
+    """The fake upstream and the gateway (SQLite store in `tmpdir`) as processes, both answering; yields
+    (upstream, upstream URL, gateway, gateway URL) and stops both at the end."""
+    up = Proc("upstream", [sys.executable, "-m", "bench.fake_upstream", "--port", "0", *upstream_args], tmpdir,
+              clean_env(), capture_stdout=True)
+    gw = None
+    try:
+        up_url = up.first_line(timeout=20).split()[-2].removesuffix("/v1")
+        wait_http(f"{up_url}/health", up)
+        port = free_port()
+        gw = Proc("gateway", [sys.executable, "-m", "responses_gateway", "serve", "--upstream", f"{up_url}/v1",
+                              "--host", "127.0.0.1", "--port", str(port), "--db", str(tmpdir / "responses.db"),
+                              "--log-level", "warning", *gateway_args], tmpdir, clean_env())
+        gw_url = f"http://127.0.0.1:{port}"
+        wait_http(f"{gw_url}/health", gw, timeout=60)
+        yield up, up_url, gw, gw_url
+    finally:
+        if gw is not None:
+            gw.stop()
+        up.stop()
+
+
 def get_json(url: str) -> dict:
     with urllib.request.urlopen(url, timeout=5) as resp:
         return orjson.loads(resp.read())

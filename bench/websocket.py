@@ -29,7 +29,7 @@ import aiohttp
 import orjson
 
 from bench import layout, load
-from bench.run import Proc, clean_env, free_port, median_of, wait_http
+from bench.run import median_of, upstream_and_gateway
 
 TERMINAL = (b'{"type":"response.completed"', b'{"type":"response.incomplete"', b'{"type":"response.failed"',
             b'{"type":"error"')
@@ -155,27 +155,14 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="rg-bench-ws-") as tmp:
         tmpdir = Path(tmp)
-        up = Proc("upstream", [sys.executable, "-m", "bench.fake_upstream", "--port", "0",
-                               "--tokens", str(opts.tokens)], tmpdir, clean_env(), capture_stdout=True)
-        gw = None
         try:
-            up_url = up.first_line(timeout=20).split()[-2].removesuffix("/v1")
-            wait_http(f"{up_url}/health", up)
-            port = free_port()
-            gw = Proc("gateway", [sys.executable, "-m", "responses_gateway", "serve", "--upstream", f"{up_url}/v1",
-                                  "--host", "127.0.0.1", "--port", str(port), "--db", str(tmpdir / "responses.db"),
-                                  "--log-level", "warning"], tmpdir, clean_env())
-            gw_url = f"http://127.0.0.1:{port}"
-            wait_http(f"{gw_url}/health", gw, timeout=60)
-            place = layout.make(layout.default_names()[0])
-            layout.apply(place, load.tree(gw.pid), [up.pid, os.getpid()])
-            say(f"bench.websocket: gateway pid {gw.pid}, upstream pid {up.pid}; layout {place.describe()}")
-            rows = asyncio.run(compare(gw_url, gw.pid, up.pid, opts, say))
+            with upstream_and_gateway(tmpdir, ["--tokens", str(opts.tokens)], []) as (up, _, gw, gw_url):
+                place = layout.make(layout.default_names()[0])
+                layout.apply(place, load.tree(gw.pid), [up.pid, os.getpid()])
+                say(f"bench.websocket: gateway pid {gw.pid}, upstream pid {up.pid}; layout {place.describe()}")
+                rows = asyncio.run(compare(gw_url, gw.pid, up.pid, opts, say))
         finally:
             layout.pin([os.getpid()], frozenset(layout.available()))
-            if gw is not None:
-                gw.stop()
-            up.stop()
     say("")
     say(markdown(rows))
     if opts.out:

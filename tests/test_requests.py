@@ -30,7 +30,7 @@ def error_of(http, body, status=400):
     ({"model": "m", "input": "x", "reasoning": {"effort": "max"}}, "reasoning.effort", "invalid_value"),
     ({"model": "m", "input": "x", "text": {"format": {"type": "json_schema", "schema": {}}}},
      "text.format.name", "missing_required_parameter"),
-    ({"model": "m", "input": "x", "background": True}, "background", "unsupported_parameter"),
+    ({"model": "m", "input": "x", "background": True, "store": False}, "background", "invalid_value"),
     ({"model": "m", "input": [{"type": "message", "content": "x"}]}, "input[0].role", "missing_required_parameter"),
     ({"model": "m", "input": [{"role": "robot", "content": "x"}]}, "input[0].role", "invalid_value"),
     ({"model": "m", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},

@@ -23,6 +23,7 @@ from .api.input_tokens import count_input_tokens
 from .api.responses import create_response
 from .api.stored import cancel_response, delete_response, get_response, list_input_items
 from .api.websocket import responses_websocket
+from .background import Background
 from .config import Settings
 from .routing import Router, load_rules
 from .shutdown import on_sigterm
@@ -51,11 +52,21 @@ def make_store(settings: Settings) -> Store | None:
     return None if settings.db == "none" else open_store(settings.db, settings.retention_days, settings.db_timeout)
 
 
-async def purge_forever(store: Store, every: float = 3600.0) -> None:
-    """Retention: expired responses are removed at startup and then every hour."""
+def make_background(settings: Settings, store: Store) -> Background:
+    """Background jobs need the store; Redis (optional) makes them live across replicas."""
+    bus = None
+    if settings.redis_url:
+        from .redisbus import RedisBus
+
+        bus = RedisBus(settings.redis_url, settings.redis_event_ttl)
+    return Background(settings, store, bus)
+
+
+async def purge_forever(store: Store, every: float = 3600.0, event_retention: float | None = None) -> None:
+    """Retention: expired responses (and old event logs) are removed at startup and then every hour."""
     while True:
         try:
-            purged = await store.purge()
+            purged = await store.purge(event_retention)
             if purged:
                 metrics.store_purged.inc(purged)
                 log.info("retention removed %d expired responses", purged)
@@ -105,16 +116,22 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
         app.state.settings = settings
         app.state.router = live = router or make_router(settings, upstream)
         app.state.store = store = make_store(settings)
-        purger = None
+        purger = jobs = None
         if store is not None:
             await store.open()
             await store.upgrade()
-            purger = asyncio.create_task(purge_forever(store))
+            purger = asyncio.create_task(purge_forever(store, event_retention=settings.event_retention_hours * 3600))
+            jobs = make_background(settings, store)
+            await jobs.open()
+        app.state.background = jobs
         app.state.owners = await start_owners(keys, settings.owner_secret, store)
         on_sigterm(settings.drain_timeout)
         try:
             yield
         finally:
+            if jobs is not None:
+                await jobs.drain(settings.drain_timeout)
+                await jobs.close()
             if purger is not None:
                 purger.cancel()
             await live.close()

@@ -21,6 +21,16 @@ from .conformance.command import run as check_command
 log = logging.getLogger("responses_gateway")
 
 
+# Background responses (docs/background.md): flag, type, meaning.
+BACKGROUND_FLAGS = (
+    ("--max-background", int, "concurrent background responses per process (429 beyond)"),
+    ("--lease-timeout", float, "seconds without a lease renewal after which a replica's background responses are "
+                               "failed by another"),
+    ("--background-poll", float, "seconds between event-log flushes and database polls of background responses"),
+    ("--redis-event-ttl", float, "seconds a Redis event stream lives after its last event"),
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="responses-gateway", description="The OpenAI Responses API for any model.")
     parser.add_argument("--version", action="version", version=f"responses-gateway {__version__}")
@@ -87,6 +97,9 @@ def _parser() -> argparse.ArgumentParser:
                                   f"[{ENV['db']}; default: SQLite in the user's data directory]")
         command.add_argument("--retention-days", type=float,
                              help=f"how long stored responses are kept [{ENV['retention_days']}; default 30]")
+        command.add_argument("--event-retention-hours", type=float,
+                             help="how long background event logs stay in the database (resume after the end) "
+                                  f"[{ENV['event_retention_hours']}; default 24]")
     serve.add_argument("--health-db-timeout", type=float, metavar="S",
                        help=f"seconds /health waits for the database [{ENV['health_db_timeout']}; default 2]")
     serve.add_argument("--api-keys-file", metavar="PATH",
@@ -112,6 +125,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--websocket-ping-interval", type=float,
                        help="seconds between keepalive pings, 0 for none; a pong later than that closes the "
                             f"connection [{ENV['websocket_ping_interval']}; default 20]")
+    serve.add_argument("--redis", dest="redis_url", metavar="URL",
+                       help="Redis for the live event logs and cancel signals of background responses across "
+                            f"replicas, e.g. redis://127.0.0.1:6379/0 [{ENV['redis_url']}]")
+    for flag, kind, what in BACKGROUND_FLAGS:
+        name = flag[2:].replace("-", "_")
+        serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {getattr(Settings, name):g}]")
     return parser
 
 
@@ -160,7 +179,9 @@ def db_command(settings: Settings, action: str) -> None:
             if action == "upgrade":
                 return f"schema at version {await store.upgrade()} ({store.label})"
             await store.upgrade()
-            return f"purged {await store.purge()} expired responses ({store.label})"
+            purged = await store.purge(settings.event_retention_hours * 3600)
+            return f"purged {purged} expired responses and event logs older than " \
+                   f"{settings.event_retention_hours:g} hours ({store.label})"
         finally:
             await store.close()
 
@@ -189,6 +210,8 @@ def serve(settings: Settings) -> None:
         from .store import open_store
 
         log.info("store: %s, retention %g days", open_store(settings.db).label, settings.retention_days)
+    if settings.redis_url:
+        log.info("background responses: Redis %s", settings.redis_url.split("@")[-1])  # no password
     if settings.load_api_keys():
         log.info("API keys required on /v1 (%d configured)", len(settings.load_api_keys()))
     if any(rule.route.kind == "demo" for rule in router.rules):

@@ -75,11 +75,27 @@ class Composer:
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
+    @classmethod
+    def resume(cls, response: dict[str, Any], seq: int) -> Composer:
+        """A composer for a stored, unfinished response whose own composer is gone (its replica died):
+        events continue at sequence number `seq`."""
+        composer = cls(response)
+        composer.seq = seq
+        return composer
+
+    @staticmethod
+    def replay_end(response: dict[str, Any], seq: int) -> list[dict[str, Any]]:
+        """The terminal event of a stored, finished response, for a follower whose event log lacks it."""
+        status = response["status"]
+        kind = "incomplete" if status == "cancelled" else status
+        return [{"type": f"response.{kind}", "sequence_number": seq, "response": response}]
+
     def start(self) -> list[dict[str, Any]]:
-        return [
-            self._lifecycle("response.created"),
-            self._lifecycle("response.in_progress"),
-        ]
+        """`response.created` with the skeleton's status (`queued` for a background response), then
+        `response.in_progress`."""
+        created = self._lifecycle("response.created")
+        self.response["status"] = "in_progress"
+        return [created, self._lifecycle("response.in_progress")]
 
     def feed(self, events: list[Any]) -> list[dict[str, Any]]:
         if self.captured is not None:
@@ -153,6 +169,20 @@ class Composer:
         for field in ("completed_at", "incomplete_details"):
             self.response[field] = None
         return events[:-1] + self.fail("storage_error", message)
+
+    def cancel(self) -> list[dict[str, Any]]:
+        """A background response cancelled by its owner: open items close as incomplete; status `cancelled`.
+
+        OpenAI has no `response.cancelled` event (the SDKs' event unions lack one), so the terminal event is
+        `response.incomplete` whose response has status `cancelled` and no `incomplete_details`: typed
+        clients parse it, and every reader sees the stream end (docs/background.md)."""
+        out: list[dict[str, Any]] = []
+        if self.closed:
+            return out
+        self._close_all(out, "incomplete")
+        self._terminal(out, "cancelled")
+        out[-1]["type"] = "response.incomplete"
+        return out
 
     @property
     def final(self) -> dict[str, Any]:

@@ -78,6 +78,14 @@ class Settings:
     websocket: str = "on"
     websocket_max_minutes: float = 60.0
     websocket_ping_interval: float = 20.0
+    # Background responses (docs/background.md). Redis carries the live event log and cancel signals across
+    # replicas; without it the database does (polled every `background_poll` seconds).
+    redis_url: str | None = None
+    max_background: int = 64  # concurrent background jobs per process; 429 beyond
+    lease_timeout: float = 10.0  # a replica silent this long is presumed dead: its jobs are failed
+    background_poll: float = 0.5  # seconds: event-log flush to the database, cancel-flag and follower polls
+    event_retention_hours: float = 24.0  # how long the database keeps a background response's event log
+    redis_event_ttl: float = 3600.0  # seconds a Redis event stream lives after its last event
 
     def mcp_hosts(self) -> list[str]:
         return [h.strip() for h in (self.mcp_allow_hosts or "").split(",") if h.strip()]
@@ -163,6 +171,12 @@ ENV = {
     "websocket": "RG_WEBSOCKET",
     "websocket_max_minutes": "RG_WEBSOCKET_MAX_MINUTES",
     "websocket_ping_interval": "RG_WEBSOCKET_PING_INTERVAL",
+    "redis_url": "RG_REDIS_URL",
+    "max_background": "RG_MAX_BACKGROUND",
+    "lease_timeout": "RG_LEASE_TIMEOUT",
+    "background_poll": "RG_BACKGROUND_POLL",
+    "event_retention_hours": "RG_EVENT_RETENTION_HOURS",
+    "redis_event_ttl": "RG_REDIS_EVENT_TTL",
 }
 
 CHOICES = {
@@ -200,6 +214,11 @@ def check(settings: Settings) -> Settings:
     if any(len(key) < MIN_COMPACTION_KEY for key in settings.compaction_keys()):
         raise ValueError(f"a compaction key must be at least {MIN_COMPACTION_KEY} characters, e.g. "
                          "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    for name in ("lease_timeout", "background_poll", "drain_timeout"):
+        if getattr(settings, name) <= 0:
+            raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
+    if settings.redis_url and not settings.redis_url.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"redis must be a redis://, rediss:// or unix:// URL; got {settings.redis_url!r}")
     if not settings.is_demo and not settings.upstream_url.startswith(("http://", "https://")):
         raise ValueError(f"upstream must be an http(s) URL or 'demo'; got {settings.upstream_url!r}")
     return settings

@@ -55,7 +55,7 @@ class Steps(Protocol):
     async def aclose(self) -> None: ...
 
 
-async def _store(composer: Composer, events: list[dict[str, Any]], on_final: OnFinal) -> list[dict[str, Any]]:
+async def store_final(composer: Composer, events: list[dict[str, Any]], on_final: OnFinal) -> list[dict[str, Any]]:
     """Store the finished response before its terminal event goes out; tried twice. A response that cannot be
     stored fails (`storage_error`) rather than reach the client as `completed` and then be missing."""
     final = composer.final
@@ -117,7 +117,7 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
         else:
             events = composer.finish(loop.incomplete if loop is not None else None)
         if on_final is not None:
-            events = await _store(composer, events, on_final)
+            events = await store_final(composer, events, on_final)
         metrics.responses.labels(status=composer.final["status"]).inc()
         yield events
     finally:

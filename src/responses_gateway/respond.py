@@ -44,6 +44,9 @@ class Started:
     items: list[dict[str, Any]]  # this request's input items, with ids, as stored
     owner: str
     batches: AsyncGenerator[list[dict[str, Any]], None]
+    # what runs with the final response before the terminal event (store, conversation, `then`); a job that
+    # ends the response itself (a background cancel) runs it too
+    on_final: OnFinal | None = None
 
     @property
     def final(self) -> dict[str, Any]:
@@ -149,7 +152,7 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
             await then(final)
 
     hook = on_final if save or conversation is not None or then is not None else None
-    return Started(req, composer, history, items, owner, run(composer, stream, hook, loop))
+    return Started(req, composer, history, items, owner, run(composer, stream, hook, loop), hook)
 
 
 class NoGeneration:

@@ -44,6 +44,11 @@ async def resolve(store: Store | None, previous_response_id: str | None, items: 
     if previous_response_id and store is not None:
         found = await store.history(previous_response_id, owner)
         if found is None:
+            running = await store.get(previous_response_id, owner)
+            if running is not None:  # a background response still queued or in progress
+                raise APIError(400, f"Previous response with id '{previous_response_id}' is still "
+                               f"{running['status']}; chain from it once it has finished.",
+                               param="previous_response_id", code="previous_response_not_finished")
             raise previous_not_found(previous_response_id)
         history = [normalize_item(item, "previous_response") for item in found]
     bare = [item["id"] for item in items if _bare_reasoning(item)]

@@ -107,6 +107,8 @@ async def cancelled_if_client_leaves(request: Request) -> AsyncIterator[None]:
 async def create_response(request: Request) -> Response | EventStreamResponse:
     state = request.app.state
     req = await read_request(request)
+    if req.background:
+        return await _background(state, req, owner(request))
     try:
         async with cancelled_if_client_leaves(request):
             started = await start(state, req, owner(request))
@@ -133,3 +135,18 @@ def failed_response(final: dict[str, Any], *, stored: bool) -> Response:
     message = f"{error.get('message') or 'The response failed.'} ({note})"
     return error_response(502, {"error": {"message": message, "type": "server_error", "param": None,
                                           "code": error.get("code")}}, headers={"x-response-id": rid})
+
+
+async def _background(state: Any, req: CreateResponse, key: str) -> Response | EventStreamResponse:
+    """Start a background response (background.py) and answer at once: the queued response, or a stream that
+    follows its event log (a client that leaves does not stop the response)."""
+    jobs = state.background
+    if jobs is None:
+        raise APIError(400, "Background responses need a response store; this gateway runs with --db none.",
+                       param="background", code="invalid_value")
+    jobs.admit()
+    started = await start(state, req, key)
+    queued = await jobs.submit(started)
+    if req.stream:
+        return EventStreamResponse(jobs.follow(queued["id"], key, -1), encoded=True)
+    return Response(orjson.dumps(queued), media_type="application/json")

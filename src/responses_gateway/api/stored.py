@@ -8,12 +8,13 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import APIError, invalid, unsupported
+from ..errors import APIError, invalid
 from ..protocol.reasoning import seal
 from ..protocol.request import INCLUDE_VALUES
 from ..state import not_found
 from .paging import page_body, page_params
 from .responses import owner
+from .streaming import EventStreamResponse
 
 
 def _json(obj: Any) -> Response:
@@ -38,10 +39,10 @@ async def _get(request: Request) -> dict[str, Any]:
     return found
 
 
-async def get_response(request: Request) -> Response:
+async def get_response(request: Request) -> Response | EventStreamResponse:
     include = _include(request)
     if request.query_params.get("stream") in ("true", "1"):
-        raise unsupported("stream", "Streaming a stored response (background mode)")
+        return await _stream(request)
     obj = await _get(request)
     wanted = "reasoning.encrypted_content" in include
     for item in obj["output"]:
@@ -63,9 +64,42 @@ async def delete_response(request: Request) -> Response:
     return _json({"id": response_id, "object": "response.deleted", "deleted": True})
 
 
+def _starting_after(request: Request) -> int:
+    raw = request.query_params.get("starting_after")
+    if raw is None or raw == "":
+        return -1
+    try:
+        value = int(raw)
+    except ValueError:
+        raise APIError(400, "Invalid type for 'starting_after': expected an integer.", param="starting_after",
+                       code="invalid_type") from None
+    if value < -1:
+        raise invalid(f"Invalid 'starting_after': expected a value >= 0, but got {value} instead.",
+                      "starting_after")
+    return value
+
+
+async def _stream(request: Request) -> EventStreamResponse:
+    """GET ?stream=true[&starting_after=N]: a background response's events after N, then live to its end."""
+    after = _starting_after(request)
+    obj = await _get(request)
+    if not obj.get("background"):
+        raise APIError(400, "Only responses created with background=true can be streamed.", param="stream",
+                       code=None)
+    jobs = request.app.state.background
+    if await jobs.log_expired(obj):
+        hours = request.app.state.settings.event_retention_hours
+        raise APIError(400, f"The events of response '{obj['id']}' are no longer kept (event logs are kept "
+                            f"{hours:g} hours); retrieve the response without stream=true.", param="stream",
+                       code="event_log_expired")
+    return EventStreamResponse(jobs.follow(obj["id"], owner(request), after), encoded=True)
+
+
 async def cancel_response(request: Request) -> Response:
-    await _get(request)
-    raise APIError(400, "Only responses created with background=true can be cancelled.", code=None)
+    obj = await _get(request)
+    if not obj.get("background"):
+        raise APIError(400, "Only responses created with background=true can be cancelled.", code=None)
+    return _json(await request.app.state.background.cancel(obj, owner(request)))
 
 
 async def list_input_items(request: Request) -> Response:

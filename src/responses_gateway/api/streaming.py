@@ -10,14 +10,23 @@ cancelled, which closes the upstream request: nobody pays for tokens no one will
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
+from ..eventlog import ends_terminal
 from ..sse import DONE, encode_all
 
 TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
+
+
+def _as_is(chunk: bytes) -> bytes:
+    return chunk
+
+
+def _ends(events: list[dict[str, Any]]) -> bool:
+    return bool(events) and events[-1]["type"] in TERMINAL
 
 HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -30,9 +39,14 @@ KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it; proxies se
 
 
 class EventStreamResponse:
-    def __init__(self, batches: AsyncGenerator[list[dict[str, Any]], None], keepalive: float | None = 15.0):
+    """`batches`: lists of events to encode, or (`encoded`) SSE bytes already encoded, as event logs hold."""
+
+    def __init__(self, batches: AsyncGenerator[list[dict[str, Any]], None] | AsyncGenerator[bytes, None],
+                 keepalive: float | None = 15.0, encoded: bool = False):
         self.batches = batches
         self.keepalive = keepalive  # seconds of silence before a comment goes out; None: never
+        self.encode: Callable[[Any], bytes] = _as_is if encoded else encode_all
+        self.ends: Callable[[Any], bool] = ends_terminal if encoded else _ends
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         task = asyncio.current_task()
@@ -70,11 +84,12 @@ class EventStreamResponse:
             if self.keepalive:
                 beater = asyncio.create_task(beat(self.keepalive))
             ended = False
+            encode, ends = self.encode, self.ends
             async for events in self.batches:
-                ended = bool(events) and events[-1]["type"] in TERMINAL  # the last batch: nothing follows it
+                ended = ends(events)  # the last batch: nothing follows it
                 if ended and beater is not None:
                     beater.cancel()  # nothing may follow the end of the body
-                body = encode_all(events) + DONE if ended else encode_all(events)
+                body = encode(events) + DONE if ended else encode(events)
                 await send({"type": "http.response.body", "body": body, "more_body": not ended})
                 last = loop.time()
             if beater is not None:

@@ -280,6 +280,8 @@ class _Checker:
             f"response id {response.get('id')!r}, opening events had {ids}",
         )
         status = TERMINAL[self.ev["type"]]
+        if status == "incomplete" and response.get("status") == "cancelled":
+            status = "cancelled"  # a cancelled background response ends with response.incomplete
         self.note(
             response.get("status") == status,
             "terminal.status",

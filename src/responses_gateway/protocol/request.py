@@ -169,8 +169,9 @@ def _check_semantics(req: CreateResponse) -> None:
     check_metadata(req.metadata)
     for i, entry in enumerate(req.context_management or ()):
         _check_context_management(entry, f"context_management[{i}]")
-    if req.background:
-        raise unsupported("background", "Background responses")
+    if req.background and req.store is False:
+        raise invalid("Background responses must be stored: 'background' requires 'store' to be true.",
+                      "background", code="invalid_value")
     if req.conversation is not None:
         if req.previous_response_id is not None:
             raise APIError(400, "Mutually exclusive parameters: Ensure you are only providing one of: "

@@ -75,8 +75,47 @@ class Store(Protocol):
         """One trivial query: raises if the database cannot answer (`/health` bounds it with a deadline)."""
         ...
 
-    async def purge(self) -> int:
-        """Delete expired rows; returns how many responses went."""
+    async def purge(self, event_retention: float | None = None) -> int:
+        """Delete expired rows (and background event logs older than `event_retention` s); returns how many
+        responses went."""
         ...
 
     async def close(self) -> None: ...
+
+    # -- background responses (background.py): the row, the lease of the replica running it, the event log --
+
+    async def queue(self, response: dict[str, Any], owner: str, worker: str, lease_until: int) -> None:
+        """Insert a background response (status queued) held by `worker` until `lease_until` (ms epoch)."""
+        ...
+
+    async def progress(self, response: dict[str, Any]) -> None:
+        """Replace the body of a still-active background response (e.g. status in_progress)."""
+        ...
+
+    async def renew(self, worker: str, lease_until: int) -> dict[str, bool]:
+        """Extend `worker`'s leases; its still-active response ids → whether a cancel was requested."""
+        ...
+
+    async def request_cancel(self, response_id: str, owner: str) -> bool:
+        """Flag an active background response for cancelling; False if it is not active."""
+        ...
+
+    async def expired(self, now: int, response_id: str | None = None) -> list[tuple[str, dict[str, Any], bool]]:
+        """Active responses whose lease ended before `now`: (id, body, cancel requested)."""
+        ...
+
+    async def abandon(self, response: dict[str, Any], now: int) -> bool:
+        """Store the final body of an expired response; False if it was not (or no longer) expired."""
+        ...
+
+    async def append_events(self, rows: list[tuple[str, int, int, str]]) -> None:
+        """Append (response id, first seq, last seq, SSE frames) runs to event logs; duplicates are ignored."""
+        ...
+
+    async def events_after(self, response_id: str, after: int, limit: int = 100) -> list[tuple[int, int, str]]:
+        """(first seq, last seq, SSE frames) of the logged runs that reach past `after`, in order."""
+        ...
+
+    async def last_event(self, response_id: str) -> int:
+        """The highest logged sequence number, -1 if none."""
+        ...

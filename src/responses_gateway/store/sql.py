@@ -97,7 +97,26 @@ MIGRATIONS: list[list[str]] = [
     [  # 3: secrets the replicas must share (the compaction key when none is configured)
         "CREATE TABLE rg_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ],
+    [  # 4: background responses: status, the lease of the replica running it, cancel flag, event log (a row
+        # holds a run of frames, seq .. last_seq: one row per flush, not one per event)
+        "ALTER TABLE responses ADD COLUMN status TEXT",
+        "ALTER TABLE responses ADD COLUMN worker TEXT",
+        "ALTER TABLE responses ADD COLUMN lease_until BIGINT",
+        "ALTER TABLE responses ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX responses_lease ON responses (lease_until)",
+        """CREATE TABLE response_events (
+            response_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            created_at BIGINT NOT NULL,
+            frames TEXT NOT NULL,
+            PRIMARY KEY (response_id, seq)
+        )""",
+        "CREATE INDEX response_events_created_at ON response_events (created_at)",
+    ],
 ]
+
+ACTIVE = "('queued', 'in_progress')"
 
 INPUT, OUTPUT = 0, 1
 
@@ -107,6 +126,7 @@ _CHAIN = """
 WITH RECURSIVE chain(id, prev, depth) AS (
     SELECT id, previous_response_id, 0 FROM responses
      WHERE id = ? AND owner = ? AND deleted = 0 AND expires_at > ?
+       AND (status IS NULL OR status NOT IN ('queued', 'in_progress'))  -- a background response: once ended
     UNION ALL
     SELECT r.id, r.previous_response_id, c.depth + 1 FROM responses r JOIN chain c ON r.id = c.prev
 )
@@ -170,10 +190,13 @@ class SQLStore:
         rows += [(rid, OUTPUT, i, item.get("id", ""), owner, orjson.dumps(item).decode())
                  for i, item in enumerate(response.get("output") or ())]
         await self.engine.write([
-            ("INSERT INTO responses (id, owner, previous_response_id, created_at, expires_at, deleted, body) "
-             "VALUES (?, ?, ?, ?, ?, 0, ?)",
+            # A background response's row exists since it was queued: the final state replaces it, unless
+            # another replica already declared it failed (its lease had expired).
+            ("INSERT INTO responses (id, owner, previous_response_id, created_at, expires_at, deleted, body, status) "
+             "VALUES (?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT (id) DO UPDATE SET body = excluded.body, "
+             f"status = excluded.status, worker = NULL, lease_until = NULL WHERE responses.status IN {ACTIVE}",
              [(rid, owner, response.get("previous_response_id"), created, created + self.retention,
-               orjson.dumps(response).decode())]),
+               orjson.dumps(response).decode(), response.get("status"))]),
             ("INSERT INTO items (response_id, part, position, id, owner, body) VALUES (?, ?, ?, ?, ?, ?)", rows),
         ])
 
@@ -339,9 +362,79 @@ class SQLStore:
     async def ping(self) -> None:
         await self.engine.fetchone("SELECT 1", ())
 
-    async def purge(self) -> int:
+    # -- background responses ------------------------------------------------------------------------------
+
+    async def queue(self, response: dict[str, Any], owner: str, worker: str, lease_until: int) -> None:
+        """A background response accepted by `worker`: its row exists (status queued) before it runs."""
+        created = int(response.get("created_at") or time.time())
+        await self.engine.write([(
+            "INSERT INTO responses (id, owner, previous_response_id, created_at, expires_at, deleted, body, status, "
+            "worker, lease_until) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
+            [(response["id"], owner, response.get("previous_response_id"), created, created + self.retention,
+              orjson.dumps(response).decode(), response["status"], worker, lease_until)])])
+
+    async def progress(self, response: dict[str, Any]) -> None:
+        """The running state (status in_progress) of a background response, as GET shows it."""
+        await self.engine.execute_count(
+            f"UPDATE responses SET body = ?, status = ? WHERE id = ? AND status IN {ACTIVE}",
+            (orjson.dumps(response).decode(), response["status"], response["id"]))
+
+    async def renew(self, worker: str, lease_until: int) -> dict[str, bool]:
+        """Extend the leases `worker` holds; returns its still-active responses → cancel requested."""
+        await self.engine.execute_count(
+            f"UPDATE responses SET lease_until = ? WHERE worker = ? AND status IN {ACTIVE}", (lease_until, worker))
+        rows = await self.engine.fetchall(
+            f"SELECT id, cancel_requested FROM responses WHERE worker = ? AND status IN {ACTIVE}", (worker,))
+        return {row[0]: bool(row[1]) for row in rows}
+
+    async def request_cancel(self, response_id: str, owner: str) -> bool:
+        return await self.engine.execute_count(
+            f"UPDATE responses SET cancel_requested = 1 WHERE id = ? AND owner = ? AND status IN {ACTIVE}",
+            (response_id, owner)) > 0
+
+    async def expired(self, now: int, response_id: str | None = None) -> list[tuple[str, dict[str, Any], bool]]:
+        """Active background responses whose lease ran out: (id, body, cancel requested)."""
+        sql = f"SELECT id, body, cancel_requested FROM responses WHERE status IN {ACTIVE} AND lease_until < ?"
+        args: tuple[Any, ...] = (now,)
+        if response_id is not None:
+            sql += " AND id = ?"
+            args = (now, response_id)
+        return [(row[0], orjson.loads(row[1]), bool(row[2])) for row in await self.engine.fetchall(sql, args)]
+
+    async def abandon(self, response: dict[str, Any], now: int) -> bool:
+        """Store the final state of a response whose replica died; False if another replica was first."""
+        return await self.engine.execute_count(
+            "UPDATE responses SET body = ?, status = ?, worker = NULL, lease_until = NULL "
+            f"WHERE id = ? AND status IN {ACTIVE} AND lease_until < ?",
+            (orjson.dumps(response).decode(), response["status"], response["id"], now)) > 0
+
+    async def append_events(self, rows: list[tuple[str, int, int, str]]) -> None:
+        """(response id, first sequence number, last sequence number, their SSE frames) rows of event logs."""
         now = int(time.time())
+        await self.engine.write([(
+            "INSERT INTO response_events (response_id, seq, last_seq, created_at, frames) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING", [(rid, first, last, now, frames) for rid, first, last, frames in rows])])
+
+    async def events_after(self, response_id: str, after: int, limit: int = 100) -> list[tuple[int, int, str]]:
+        rows = await self.engine.fetchall(
+            "SELECT seq, last_seq, frames FROM response_events WHERE response_id = ? AND last_seq > ? "
+            "ORDER BY seq LIMIT ?", (response_id, after, limit))
+        return [(row[0], row[1], row[2]) for row in rows]
+
+    async def last_event(self, response_id: str) -> int:
+        row = await self.engine.fetchone("SELECT max(last_seq) FROM response_events WHERE response_id = ?",
+                                         (response_id,))
+        return -1 if row is None or row[0] is None else row[0]
+
+    async def purge(self, event_retention: float | None = None) -> int:
+        """Expired responses go with their items and events; event logs also go after `event_retention` s."""
+        now = int(time.time())
+        if event_retention is not None:
+            await self.engine.write([("DELETE FROM response_events WHERE created_at <= ?",
+                                      [(now - int(event_retention),)])])
         return await self.engine.write([
+            ("DELETE FROM response_events WHERE response_id IN (SELECT id FROM responses WHERE expires_at <= ?)",
+             [(now,)]),
             ("DELETE FROM items WHERE response_id IN (SELECT id FROM responses WHERE expires_at <= ?)", [(now,)]),
             ("DELETE FROM responses WHERE expires_at <= ?", [(now,)]),
         ], count_last=True)
