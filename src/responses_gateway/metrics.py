@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -30,6 +30,28 @@ connections_closed = Counter("responses_gateway_connections_closed",
 requests_limited = Counter("responses_gateway_requests_limited",
                            "Requests refused with a 429, by reason (in_flight, key_concurrency, key_rate).",
                            ["reason"])
+
+# Seconds. Token streams start in tens of milliseconds (a local model, a cache hit) and run for minutes.
+LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+STORE = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+
+# Observed once per response (pipeline.Observation), never per token. `route` is the matching rule's
+# `match` (bounded by the routing file); `model` the requested name.
+time_to_first_token = Histogram("responses_gateway_time_to_first_token_seconds",
+                                "From the request to the first output event sent, per response.", ["route"],
+                                buckets=LATENCY)
+duration = Histogram("responses_gateway_response_duration_seconds",
+                     "From the request to the terminal event, by route and terminal status.", ["route", "status"],
+                     buckets=LATENCY)
+upstream_latency = Histogram("responses_gateway_upstream_latency_seconds",
+                             "From opening the upstream request to its first events (first byte of the body).",
+                             ["route"], buckets=LATENCY)
+store_latency = Histogram("responses_gateway_store_latency_seconds",
+                          "Time to save one finished response (successful saves).", buckets=STORE)
+tokens = Counter("responses_gateway_tokens", "Tokens used, from each response's final usage, by direction "
+                 "(input, output), model and route.", ["direction", "model", "route"])
+in_flight = Gauge("responses_gateway_responses_in_flight", "Responses being generated now (streamed or not), "
+                  "summed over live workers.", multiprocess_mode="livesum")
 
 
 def render() -> bytes:

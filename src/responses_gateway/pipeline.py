@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from . import metrics
 from .composer import Composer
 from .errors import UpstreamError
+from .observe import Observation
 from .upstreams.base import EventStream
 
 log = logging.getLogger("responses_gateway.pipeline")
@@ -73,12 +74,16 @@ async def store_final(composer: Composer, events: list[dict[str, Any]], on_final
 
 
 async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal | None = None,
-              loop: Steps | None = None) -> AsyncGenerator[list[dict[str, Any]], None]:
+              loop: Steps | None = None, seen: Observation | None = None
+              ) -> AsyncGenerator[list[dict[str, Any]], None]:
     """`stream`: the first upstream step, already opened (so HTTP errors could still be HTTP errors);
-    None when a tool `loop` must run first (listing MCP tools) and opens every step itself."""
+    None when a tool `loop` must run first (listing MCP tools) and opens every step itself. `seen`: the
+    response's timings, marked here once each (metrics)."""
     task = asyncio.current_task()
     if task is not None:
         RUNNING.add(task)
+    seen = seen or Observation("", "")
+    metrics.in_flight.inc()
     try:
         yield composer.start()
         try:
@@ -89,10 +94,15 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
                 if stream is None:
                     if loop is None:
                         raise ValueError("run() needs an opened stream or a tool loop")
+                    seen.opening()
                     stream = await loop.open_next(composer)
                 async for batch in stream:
+                    if not seen.upstream_seen:
+                        seen.upstream_events()
                     events = composer.feed(batch)
                     if events:
+                        if not seen.first_output:
+                            seen.output()
                         yield events
                 closing, stream = stream, None  # closed once, even if closing fails
                 await closing.aclose()
@@ -119,10 +129,12 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
         if on_final is not None:
             events = await store_final(composer, events, on_final)
         metrics.responses.labels(status=composer.final["status"]).inc()
+        seen.finished(composer.final)
         yield events
     finally:
         if task is not None:
             RUNNING.discard(task)
+        metrics.in_flight.dec()
         if stream is not None:
             try:
                 await stream.aclose()

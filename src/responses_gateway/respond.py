@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+from . import metrics
 from .compaction.history import has_compaction
 from .composer import Composer
 from .generation import Usage
 from .mcp.history import lower_mcp
+from .observe import Observation
 from .pipeline import OnFinal, Steps, run
 from .protocol.items import normalize_input
 from .protocol.request import CreateResponse, conversation_id
@@ -65,13 +68,15 @@ class Prepared:
     trigger: bool = False  # the input ended with a compaction trigger (removed from `items`)
     compaction: Any = None  # compaction.step.Plan, when compaction items, a trigger or context_management
     render: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = lower_mcp  # raw history → what upstreams see
+    route: str = "*"  # the matching routing rule's `match`: the route's name in metrics
 
 
 async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolver | None = None) -> Prepared:
     """Route the model, resolve the history (previous response, item references, conversation) and the
     tools. Raises APIError for anything the client must fix."""
     settings, store = state.settings, state.store
-    upstream, upstream_model = state.router.pick(req.model)
+    rule, upstream = state.router.rule_for(req.model)
+    upstream_model = rule.route.model or req.model
     items = normalize_input(req.input)
     trigger = bool(items) and items[-1]["type"] == "compaction_trigger"
     if trigger:  # a request, not an item: never stored, never sent upstream
@@ -95,7 +100,7 @@ async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolve
         plan = await plan_compaction(state, req, history, owner, trigger)
         render = plan.render
     call = Call(req, render(history), tools, req.instructions, upstream_model)
-    return Prepared(upstream, call, history, items, conversation, trigger, plan, render)
+    return Prepared(upstream, call, history, items, conversation, trigger, plan, render, rule.match)
 
 
 async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolver | None = None,
@@ -105,7 +110,9 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
     is stored and before the terminal event is sent. `generate=False` (a WebSocket warm-up) calls no model:
     the response completes at once with no output, and its id can be chained like any other."""
     settings, store = state.settings, state.store
+    started = monotonic()
     prepared = await prepare(state, req, owner, resolver)
+    seen = Observation(prepared.route, req.model, started)
     call, history, items, upstream = prepared.call, prepared.history, prepared.items, prepared.upstream
     include = req.include or ()
     response = skeleton(req, call.tools)
@@ -135,24 +142,27 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
 
         loop = CompactionStep(plan, call, history, upstream, answer=not prepared.trigger,
                               hosted_policy=settings.hosted_tools, mcp_loop=mcp_loop if call.tools.mcp else None)
+        seen.opening()
         stream = await upstream.open(loop.summary_call)
     elif call.tools.mcp:  # tools are listed inside the stream first, so every step opens inside it
         loop = mcp_loop(call)
     else:  # an UpstreamError here (an APIError) is answered with its own status, before any event
+        seen.opening()
         stream = await upstream.open(call)
     save = store is not None and req.store is not False
     conversation = prepared.conversation
 
     async def on_final(final: dict[str, Any]) -> None:
         if save:
-            await store.save(composer.stored(), items, owner)
+            with metrics.store_latency.time():
+                await store.save(composer.stored(), items, owner)
         if conversation is not None and final["status"] in APPENDED:
             await store.append_conversation(conversation, owner, items + composer.stored()["output"])
         if then is not None:
             await then(final)
 
     hook = on_final if save or conversation is not None or then is not None else None
-    return Started(req, composer, history, items, owner, run(composer, stream, hook, loop), hook)
+    return Started(req, composer, history, items, owner, run(composer, stream, hook, loop, seen), hook)
 
 
 class NoGeneration:

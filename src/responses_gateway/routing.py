@@ -122,9 +122,14 @@ class Router:
         return [f"{rule.match} -> {up.label}" for rule, up in zip(self.rules, self.upstreams, strict=True)]
 
     def pick(self, model: str) -> tuple[Upstream, str]:
+        rule, upstream = self.rule_for(model)
+        return upstream, rule.route.model or model
+
+    def rule_for(self, model: str) -> tuple[Rule, Upstream]:
+        """The first rule matching `model` (its `match` names the route in metrics), and its upstream."""
         for rule, upstream in zip(self.rules, self.upstreams, strict=True):
             if rule.matches(model):
-                return upstream, rule.route.model or model
+                return rule, upstream
         raise APIError(404, model_not_found(model), code="model_not_found")
 
     async def list_models(self) -> list[dict[str, Any]]:
