@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 
-from . import metrics
+from . import logs, metrics
 from .api import conversations
 from .api.admission import Admission, AdmissionLimits
 from .api.auth import KeyAuth, start_owners
@@ -178,6 +178,7 @@ def app_from_env() -> Starlette:
     from .config import check, from_env
 
     settings = check(replace(Settings(), **from_env()))
+    logs.setup(settings.log_level, settings.log_format)
     configure_edge(settings)
     return create_app(settings)
 

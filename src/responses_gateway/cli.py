@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import fields, replace
 from typing import Any
 
-from . import __version__
+from . import __version__, logs
 from .config import CHOICES, ENV, Settings, check, from_env
 from .conformance.command import add_arguments as add_check_arguments
 from .conformance.command import run as check_command
@@ -89,6 +89,8 @@ def _parser() -> argparse.ArgumentParser:
         serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {shown}]")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                        help=f"[{ENV['log_level']}; default info]")
+    serve.add_argument("--log-format", choices=("text", "json"),
+                       help=f"json: one object per line with the response id [{ENV['log_format']}; default text]")
     add_check_arguments(sub.add_parser("check", help="check a Responses API endpoint's conformance (docs/check.md)"))
     for command in (serve, _db(sub)):
         command.add_argument("--db", metavar="URL",
@@ -193,7 +195,7 @@ def serve(settings: Settings) -> None:
 
     from .app import configure_edge, create_app, make_router
 
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.setup(settings.log_level, settings.log_format)
     try:
         router = make_router(settings)
     except (OSError, ValueError) as exc:
@@ -218,7 +220,7 @@ def serve(settings: Settings) -> None:
         log.warning("DEMO MODE: answers come from a scripted demo model, not a real one. "
                     "Use --upstream URL to serve a real model server.")
     common: dict[str, Any] = dict(host=settings.host, port=settings.port, log_level=settings.log_level,
-                                  access_log=False,
+                                  access_log=False, **({"log_config": None} if settings.log_format == "json" else {}),
                                   timeout_graceful_shutdown=settings.drain_timeout + 5, **settings.server_options(),
                                   timeout_keep_alive=settings.keep_alive_timeout,
                                   http="responses_gateway.edge:EdgeProtocol")

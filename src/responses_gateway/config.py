@@ -50,6 +50,7 @@ class Settings:
     # "max_completion_tokens" (OpenAI's reasoning models reject max_tokens).
     max_tokens_field: str = "max_tokens"
     log_level: str = "info"
+    log_format: str = "text"  # "json": one JSON object per line, with the response id (logs.py)
     workers: int = 1
     # State: None = SQLite in the user's data directory; a path or sqlite:///path; postgresql://...; "none".
     db: str | None = None
@@ -154,6 +155,7 @@ ENV = {
     "reasoning_history": "RG_REASONING_HISTORY",
     "max_tokens_field": "RG_MAX_TOKENS_FIELD",
     "log_level": "RG_LOG_LEVEL",
+    "log_format": "RG_LOG_FORMAT",
     "workers": "RG_WORKERS",
     "db": "RG_DB",
     "retention_days": "RG_RETENTION_DAYS",
@@ -184,6 +186,7 @@ CHOICES = {
     "reasoning_history": ("reasoning_content", "reasoning", "drop"),
     "max_tokens_field": ("max_tokens", "max_completion_tokens"),
     "websocket": ("on", "off"),
+    "log_format": ("text", "json"),
 }
 
 

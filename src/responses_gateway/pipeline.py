@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from . import metrics
 from .composer import Composer
 from .errors import UpstreamError
+from .logs import RESPONSE_ID
 from .observe import Observation
 from .upstreams.base import EventStream
 
@@ -83,6 +84,7 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
     if task is not None:
         RUNNING.add(task)
     seen = seen or Observation("", "")
+    RESPONSE_ID.set(composer.response["id"])
     metrics.in_flight.inc()
     try:
         yield composer.start()

@@ -16,6 +16,7 @@ from . import metrics
 from .compaction.history import has_compaction
 from .composer import Composer
 from .generation import Usage
+from .logs import RESPONSE_ID
 from .mcp.history import lower_mcp
 from .observe import Observation
 from .pipeline import OnFinal, Steps, run
@@ -116,6 +117,7 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
     call, history, items, upstream = prepared.call, prepared.history, prepared.items, prepared.upstream
     include = req.include or ()
     response = skeleton(req, call.tools)
+    RESPONSE_ID.set(response["id"])
     if prepared.conversation is not None:
         response["conversation"] = {"id": prepared.conversation}
     composer = Composer(
