@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 
-from . import logs, metrics
+from . import logs, metrics, tracing
 from .api import conversations
 from .api.admission import Admission, AdmissionLimits
 from .api.auth import KeyAuth, start_owners
@@ -137,6 +137,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             await live.close()
             if store is not None:
                 await store.close()
+            await asyncio.to_thread(tracing.flush)  # spans still batched go out before the process ends
 
     app = Starlette(
         routes=[
@@ -180,6 +181,8 @@ def app_from_env() -> Starlette:
     settings = check(replace(Settings(), **from_env()))
     logs.setup(settings.log_level, settings.log_format)
     configure_edge(settings)
+    if tracing.wanted(settings.otel):
+        tracing.setup()
     return create_app(settings)
 
 

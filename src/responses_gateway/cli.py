@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import fields, replace
 from typing import Any
 
-from . import __version__, logs
+from . import __version__, logs, tracing
 from .config import CHOICES, ENV, Settings, check, from_env
 from .conformance.command import add_arguments as add_check_arguments
 from .conformance.command import run as check_command
@@ -89,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
         serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {shown}]")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                        help=f"[{ENV['log_level']}; default info]")
+    serve.add_argument("--otel", action="store_true", default=None,
+                       help=f"OpenTelemetry traces over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT [{ENV['otel']}; "
+                            "on when that variable is set]")
     serve.add_argument("--log-format", choices=("text", "json"),
                        help=f"json: one object per line with the response id [{ENV['log_format']}; default text]")
     add_check_arguments(sub.add_parser("check", help="check a Responses API endpoint's conformance (docs/check.md)"))
@@ -234,6 +237,11 @@ def serve(settings: Settings) -> None:
             uvicorn.run("responses_gateway.app:app_from_env", factory=True, workers=settings.workers, **common)
     else:
         configure_edge(settings)
+        if tracing.wanted(settings.otel):
+            try:
+                tracing.setup()
+            except ImportError:
+                sys.exit("responses-gateway: tracing needs the otel extra: pip install 'responses-gateway[otel]'")
         uvicorn.run(create_app(settings, router=router), **common)
 
 

@@ -51,6 +51,7 @@ class Settings:
     max_tokens_field: str = "max_tokens"
     log_level: str = "info"
     log_format: str = "text"  # "json": one JSON object per line, with the response id (logs.py)
+    otel: bool = False  # OpenTelemetry tracing over OTLP (tracing.py); also on when OTEL_EXPORTER_OTLP_ENDPOINT is set
     workers: int = 1
     # State: None = SQLite in the user's data directory; a path or sqlite:///path; postgresql://...; "none".
     db: str | None = None
@@ -156,6 +157,7 @@ ENV = {
     "max_tokens_field": "RG_MAX_TOKENS_FIELD",
     "log_level": "RG_LOG_LEVEL",
     "log_format": "RG_LOG_FORMAT",
+    "otel": "RG_OTEL",
     "workers": "RG_WORKERS",
     "db": "RG_DB",
     "retention_days": "RG_RETENTION_DAYS",
@@ -200,7 +202,9 @@ def from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         if raw is None or raw == "":
             continue
         kind = types[name]
-        if kind == "int":
+        if kind == "bool":
+            out[name] = raw.strip().lower() in ("1", "true", "yes", "on")
+        elif kind == "int":
             out[name] = int(raw)
         elif kind in ("float", "float | None") or name in ("retention_days", "mcp_timeout"):
             out[name] = float(raw)

@@ -1,4 +1,5 @@
-"""The timings and token counts of one response, turned into metrics once each — never per token.
+"""The timings and token counts of one response, turned into metrics once each — never per token — and,
+when tracing is on (tracing.py), into a span with a child span per upstream step and one for the store.
 
 `respond.start` makes one when the request is accepted; the pipeline marks the upstream opening, its first
 events, the first output event sent and the terminal event. Each mark is an attribute check on the hot
@@ -7,14 +8,16 @@ path; the histogram observations happen once per response.
 
 from __future__ import annotations
 
-from time import monotonic
+import contextlib
+from collections.abc import Iterator
+from time import monotonic, time_ns
 from typing import Any
 
-from . import metrics
+from . import metrics, tracing
 
 
 class Observation:
-    __slots__ = ("route", "model", "started", "opened", "upstream_seen", "first_output")
+    __slots__ = ("route", "model", "started", "opened", "upstream_seen", "first_output", "span", "step")
 
     def __init__(self, route: str, model: str, started: float | None = None):
         self.route = route
@@ -23,11 +26,48 @@ class Observation:
         self.opened: float | None = None
         self.upstream_seen = False
         self.first_output = False
+        self.span: Any = None  # the response's span, when tracing
+        self.step: Any = None  # the open upstream step's span
+        if tracing.TRACER is not None:
+            began = time_ns() - int((monotonic() - self.started) * 1e9)
+            self.span = tracing.TRACER.start_span("response", start_time=began, attributes={
+                "gen_ai.request.model": model, "responses_gateway.route": route})
 
     def opening(self) -> None:
-        """The first upstream request is about to be sent (later steps of a tool loop are not measured)."""
+        """An upstream request is about to be sent (latency is measured for the first one only)."""
         if self.opened is None:
             self.opened = monotonic()
+        if self.span is not None:
+            self.step_done()
+            self.step = self._child("upstream")
+
+    def step_done(self) -> None:
+        """The upstream step's stream is closed."""
+        if self.step is not None:
+            self.step.end()
+            self.step = None
+
+    @contextlib.contextmanager
+    def storing(self) -> Iterator[None]:
+        """One store write: its latency (when it succeeds) and its span."""
+        span = self._child("store") if self.span is not None else None
+        try:
+            with metrics.store_latency.time():
+                yield
+        except Exception as exc:
+            if span is not None:
+                span.record_exception(exc)
+                span.set_status(_error(str(exc)))
+            raise
+        finally:
+            if span is not None:
+                span.end()
+
+    def _child(self, name: str) -> Any:
+        from opentelemetry.trace import set_span_in_context
+
+        assert tracing.TRACER is not None
+        return tracing.TRACER.start_span(name, context=set_span_in_context(self.span))
 
     def upstream_events(self) -> None:
         """The upstream's first events arrived: its latency to first byte."""
@@ -46,3 +86,30 @@ class Observation:
         if usage:
             metrics.tokens.labels("input", self.model, self.route).inc(usage.get("input_tokens") or 0)
             metrics.tokens.labels("output", self.model, self.route).inc(usage.get("output_tokens") or 0)
+        if self.span is not None:
+            self.span.set_attributes({"responses_gateway.response_id": final["id"],
+                                      "responses_gateway.status": final["status"]})
+            if usage:
+                self.span.set_attributes({"gen_ai.usage.input_tokens": usage.get("input_tokens") or 0,
+                                          "gen_ai.usage.output_tokens": usage.get("output_tokens") or 0})
+            if final["status"] == "failed":
+                self.span.set_status(_error((final.get("error") or {}).get("message") or "failed"))
+
+    def abandon(self, exc: BaseException) -> None:
+        """The response ends before its first event (the upstream refused or timed out)."""
+        if self.span is not None:
+            self.span.set_status(_error(str(exc)))
+        self.close()
+
+    def close(self) -> None:
+        """The response is over, whichever way (a client that left ends it here, unfinished)."""
+        if self.span is not None:
+            self.step_done()
+            self.span.end()
+            self.span = None
+
+
+def _error(message: str) -> Any:
+    from opentelemetry.trace import Status, StatusCode
+
+    return Status(StatusCode.ERROR, message)

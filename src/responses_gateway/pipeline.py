@@ -108,6 +108,7 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
                         yield events
                 closing, stream = stream, None  # closed once, even if closing fails
                 await closing.aclose()
+                seen.step_done()
                 if loop is None:
                     break
                 async for events in loop.after_step(composer):
@@ -145,3 +146,4 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
                             exc_info=True)
         if loop is not None:
             await loop.aclose()
+        seen.close()

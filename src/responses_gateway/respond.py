@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-from . import metrics
 from .compaction.history import has_compaction
 from .composer import Composer
 from .generation import Usage
@@ -144,19 +143,17 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
 
         loop = CompactionStep(plan, call, history, upstream, answer=not prepared.trigger,
                               hosted_policy=settings.hosted_tools, mcp_loop=mcp_loop if call.tools.mcp else None)
-        seen.opening()
-        stream = await upstream.open(loop.summary_call)
+        stream = await _open(upstream, loop.summary_call, seen)
     elif call.tools.mcp:  # tools are listed inside the stream first, so every step opens inside it
         loop = mcp_loop(call)
     else:  # an UpstreamError here (an APIError) is answered with its own status, before any event
-        seen.opening()
-        stream = await upstream.open(call)
+        stream = await _open(upstream, call, seen)
     save = store is not None and req.store is not False
     conversation = prepared.conversation
 
     async def on_final(final: dict[str, Any]) -> None:
         if save:
-            with metrics.store_latency.time():
+            with seen.storing():
                 await store.save(composer.stored(), items, owner)
         if conversation is not None and final["status"] in APPENDED:
             await store.append_conversation(conversation, owner, items + composer.stored()["output"])
@@ -165,6 +162,15 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
 
     hook = on_final if save or conversation is not None or then is not None else None
     return Started(req, composer, history, items, owner, run(composer, stream, hook, loop, seen), hook)
+
+
+async def _open(upstream: Upstream, call: Call, seen: Observation) -> EventStream:
+    seen.opening()
+    try:
+        return await upstream.open(call)
+    except BaseException as exc:  # answered before any event: the response's span ends here
+        seen.abandon(exc)
+        raise
 
 
 class NoGeneration:
