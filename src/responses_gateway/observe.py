@@ -51,14 +51,16 @@ class Observation:
     def storing(self) -> Iterator[None]:
         """One store write: its latency (when it succeeds) and its span."""
         span = self._child("store") if self.span is not None else None
+        began = monotonic()
         try:
-            with metrics.store_latency.time():
-                yield
+            yield
         except Exception as exc:
             if span is not None:
                 span.record_exception(exc)
                 span.set_status(_error(str(exc)))
             raise
+        else:
+            metrics.store_latency.observe(monotonic() - began)
         finally:
             if span is not None:
                 span.end()
