@@ -15,7 +15,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
 
 from ..errors import APIError, invalid, unsupported
 from .mcp_tool import MCPServer
@@ -34,11 +34,17 @@ HOSTED = {
 }
 
 
+ToolKind = Literal["function", "custom", "tool_search", "mcp", "mcp_approval"]
+"""What a Tool is: a client's function or custom (freeform) tool, a client-run tool_search, or a tool of an MCP
+server the gateway runs (`mcp_approval`: one that needs the client's approval before each call)."""
+ToolMode = Literal["auto", "none", "required"]
+
+
 @dataclass(frozen=True)
 class Tool:
     """One callable the model is offered. `wire_name` is the name the upstream sees."""
 
-    kind: str  # "function" | "custom" | "tool_search" | "mcp" | "mcp_approval" (an MCP tool needing approval)
+    kind: ToolKind
     name: str
     wire_name: str
     description: str | None = None
@@ -55,8 +61,9 @@ class ToolSet:
     offered: list[Tool] = field(default_factory=list)
     by_wire_name: dict[str, Tool] = field(default_factory=dict)
     mcp: list[MCPServer] = field(default_factory=list)  # declared MCP servers, run by the gateway
-    # Normalized choice: mode is "auto" | "none" | "required"; `only` narrows the offered tools.
-    mode: str = "auto"
+    # The normalized tool_choice: `forced` is the one tool it names (mode "required"); an `allowed_tools`
+    # choice narrows `offered` itself, so the upstream is offered only those.
+    mode: ToolMode = "auto"
     forced: Tool | None = None
     echo_choice: Any = "auto"
 
@@ -77,8 +84,8 @@ class ToolSet:
         """Offer the tools an MCP server listed (`mcp_list_tools` shape), named `<server_label>__<tool>`."""
         for spec in listed:
             name = spec["name"]
-            kind = "mcp_approval" if server.requires_approval(name, spec.get("annotations")) else "mcp"
-            tool = Tool(kind, name, _wire(name, server.label), spec.get("description"),
+            kind: ToolKind = "mcp_approval" if server.requires_approval(name, spec.get("annotations")) else "mcp"
+            tool = Tool(kind, name, wire_name(name, server.label), spec.get("description"),
                         spec.get("input_schema") or {"type": "object", "properties": {}}, namespace=server.label)
             if tool.wire_name not in self.by_wire_name:
                 self.add(tool, f"tools.{server.label}")
@@ -195,7 +202,7 @@ def _function(spec: dict[str, Any], where: str, namespace: str | None = None) ->
     if params is not None and not isinstance(params, dict):
         raise APIError(400, f"Invalid type for '{where}.parameters': expected an object.",
                        param=f"{where}.parameters", code="invalid_type")
-    return Tool("function", name, _wire(name, namespace), spec.get("description"), params, spec.get("strict"),
+    return Tool("function", name, wire_name(name, namespace), spec.get("description"), params, spec.get("strict"),
                 namespace=namespace, deferred=bool(spec.get("defer_loading")))
 
 
@@ -206,11 +213,12 @@ def _custom(spec: dict[str, Any], where: str, namespace: str | None = None) -> T
     fmt = spec.get("format") or {"type": "text"}
     if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "grammar"):
         raise invalid(f"Invalid '{where}.format': expected type 'text' or 'grammar'.", f"{where}.format")
-    return Tool("custom", name, _wire(name, namespace), spec.get("description"), format=fmt, namespace=namespace,
+    return Tool("custom", name, wire_name(name, namespace), spec.get("description"), format=fmt, namespace=namespace,
                 deferred=bool(spec.get("defer_loading")))
 
 
-def _wire(name: str, namespace: str | None) -> str:
+def wire_name(name: str, namespace: str | None) -> str:
+    """The one name an upstream sees for a tool: namespace members are flattened as `namespace__name`."""
     return f"{namespace}__{name}" if namespace else name
 
 
@@ -242,7 +250,7 @@ def _choice(out: ToolSet, choice: Any) -> None:
                           "tool_choice")
         if choice == "required" and not out.offered and not out.mcp:
             raise invalid("Tool choice 'required' must be specified with 'tools' parameter.", "tool_choice", None)
-        out.mode = choice
+        out.mode = cast(ToolMode, choice)  # one of the three, checked above
         return
     kind = choice.get("type")
     if kind in ("function", "custom"):

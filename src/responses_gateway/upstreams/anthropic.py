@@ -27,6 +27,7 @@ from .anthropic_messages import REDACTED, build_body, continued
 from .base import Batch, Call, Route
 from .custom_input import CustomInputDecoder
 from .http import BodyStream, HTTPUpstream
+from .wire import json_object
 
 log = logging.getLogger("responses_gateway.upstream")
 
@@ -113,22 +114,12 @@ class MessagesStream(BodyStream):
     async def _events(self) -> AsyncGenerator[Batch, None]:
         parser = EventParser(self.call)
         if self.resp.content_type == "application/json":  # a server that ignored `stream: true`
-            yield message_events(_loads(await self.read_whole()), parser)
+            yield message_events(json_object(await self.read_whole(), "an event"), parser)
             return
         async for batch in self.read_sse(parser):
             yield batch
         if not parser.stopped:
             raise UpstreamError("The upstream model server ended the stream before message_stop.")
-
-
-def _loads(data: bytes) -> dict[str, Any]:
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        raise UpstreamError("The upstream model server sent an event that is not JSON.") from None
-    if not isinstance(obj, dict):
-        raise UpstreamError("The upstream model server sent an event that is not a JSON object.")
-    return obj
 
 
 class _Block:
@@ -172,7 +163,7 @@ class EventParser:
             for event, data in frames:
                 if not data and event == "ping":
                     continue
-                self.event(_loads(data), event, batch)
+                self.event(json_object(data, "an event"), event, batch)
                 if self.stopped:
                     break
         except UpstreamError as exc:

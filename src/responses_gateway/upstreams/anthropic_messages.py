@@ -55,22 +55,14 @@ import orjson
 
 from ..errors import UpstreamError
 from ..protocol.reasoning import unseal
-from ..protocol.tools import Tool, ToolSet
+from ..protocol.tools import Tool, ToolSet, wire_name
 from .base import Call, Route
-from .chat_messages import tool_summary, wire_name
+from .wire import EMPTY_PARAMETERS, RESPONSES_SIGNATURE, as_function, tool_summary
 
 REDACTED = "redacted:"
 DEFAULT_MAX_TOKENS = 4096
 MIN_BUDGET = 1024  # Anthropic's minimum thinking budget
 EFFORT_BUDGET = {"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384, "xhigh": 32000}
-
-CUSTOM_INPUT_SCHEMA = {
-    "type": "object",
-    "properties": {"input": {"type": "string", "description": "The raw input for the tool."}},
-    "required": ["input"],
-}
-TOOL_SEARCH_SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
-EMPTY_SCHEMA = {"type": "object", "properties": {}}
 
 
 # -- the request body ---------------------------------------------------------------------------------------
@@ -96,7 +88,7 @@ def build_body(call: Call, route: Route) -> dict[str, Any]:
     elif _uses_tools(messages):
         # Anthropic refuses tool_use / tool_result blocks in a request that defines no tools (a chained
         # request need not repeat them). The tools named in the history are declared and made uncallable.
-        body["tools"] = [{"name": n, "input_schema": EMPTY_SCHEMA} for n in _history_tool_names(messages)]
+        body["tools"] = [{"name": n, "input_schema": EMPTY_PARAMETERS} for n in _history_tool_names(messages)]
         body["tool_choice"] = {"type": "none"}
     if budget is not None and (_forces_tool(body) or not _continuable_with_thinking(messages)):
         budget = None  # Anthropic refuses thinking here (module docstring)
@@ -164,20 +156,8 @@ def _unsupported(param: str, what: str) -> UpstreamError:
 
 
 def tool_spec(tool: Tool) -> dict[str, Any]:
-    if tool.kind == "tool_search":
-        return {"name": "tool_search", "description": tool.description or "Search for more tools to use.",
-                "input_schema": tool.parameters or TOOL_SEARCH_SCHEMA}
-    if tool.kind == "custom":
-        fmt = tool.format or {}
-        note = "Put the complete raw input of this tool, as plain text, in the `input` string."
-        if fmt.get("type") == "grammar":
-            note += f" The input must follow this {fmt.get('syntax', '')} grammar:\n{fmt.get('definition', '')}"
-        return {"name": tool.wire_name, "description": f"{tool.description or ''}\n\n{note}".strip(),
-                "input_schema": CUSTOM_INPUT_SCHEMA}
-    spec: dict[str, Any] = {"name": tool.wire_name}
-    if tool.description:
-        spec["description"] = tool.description
-    spec["input_schema"] = tool.parameters if tool.parameters is not None else EMPTY_SCHEMA
+    spec = as_function(tool)
+    spec["input_schema"] = spec.pop("parameters")
     return spec
 
 
@@ -243,7 +223,7 @@ def to_messages(instructions: str | None, items: list[dict[str, Any]]) -> tuple[
             b.add("user", [_tool_result(ids(item["call_id"]), text)])
         elif kind == "reasoning":
             sealed = unseal(item.get("encrypted_content"))
-            if sealed is not None and sealed[1] and not sealed[1].startswith(FOREIGN_SIGNATURES):
+            if sealed is not None and sealed[1] and not sealed[1].startswith(RESPONSES_SIGNATURE):
                 b.add("assistant", thinking_blocks(*sealed))
             # else: not signed by Anthropic (another upstream's reasoning, or a client's): Anthropic would
             # reject it, so it is left out.
@@ -278,10 +258,6 @@ def safe_ids(items: list[dict[str, Any]]) -> Callable[[str], str]:
         return mapped[call_id]
 
     return to_safe
-
-
-# Signatures other adapters seal (a Responses upstream's encrypted content): never Anthropic's.
-FOREIGN_SIGNATURES = ("rsp.",)
 
 
 class _Builder:

@@ -11,27 +11,19 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import orjson
-
 from .. import generation as g
-from ..errors import UpstreamError, upstream_status_error
+from ..errors import UpstreamError
 from ..ids import new_id
 from ..protocol.tools import Tool
 from .base import Batch, Call, Route
 from .chat_messages import to_messages
 from .custom_input import CustomInputDecoder
 from .http import BodyStream, HTTPUpstream, bearer_headers
+from .wire import CUSTOM_INPUT_PARAMETERS, ToolCallBuffer, as_function, json_object, openai_http_error
 
 log = logging.getLogger("responses_gateway.upstream")
 
-CUSTOM_PARAMETERS = {
-    "type": "object",
-    "properties": {"input": {"type": "string", "description": "The raw input for the tool."}},
-    "required": ["input"],
-    "additionalProperties": False,
-}
-
-CONTEXT_PHRASES = ("context length", "context window", "maximum context")  # vLLM, SGLang, OpenAI, llama.cpp
+CUSTOM_PARAMETERS = {**CUSTOM_INPUT_PARAMETERS, "additionalProperties": False}
 
 FINISH = {"stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_calls", "length": "length",
           "content_filter": "content_filter", "eos": "stop", "end_turn": "stop"}
@@ -81,26 +73,9 @@ def build_body(call: Call, route: Route) -> dict[str, Any]:
 
 
 def _tool(tool: Tool) -> dict[str, Any]:
-    if tool.kind == "tool_search":
-        fn: dict[str, Any] = {"name": "tool_search", "description": tool.description or "Search for more tools to use.",
-              "parameters": tool.parameters or {"type": "object", "properties": {"query": {"type": "string"}},
-                                                "required": ["query"]}}
-        return {"type": "function", "function": fn}
-    if tool.kind == "custom":
-        description = tool.description or ""
-        fmt = tool.format or {}
-        note = "Put the complete raw input of this tool, as plain text, in the `input` string."
-        if fmt.get("type") == "grammar":
-            note += f" The input must follow this {fmt.get('syntax', '')} grammar:\n{fmt.get('definition', '')}"
-        fn = {"name": tool.wire_name, "description": f"{description}\n\n{note}".strip(),
-              "parameters": CUSTOM_PARAMETERS}
-    else:
-        fn = {"name": tool.wire_name}
-        if tool.description:
-            fn["description"] = tool.description
-        fn["parameters"] = tool.parameters if tool.parameters is not None else {"type": "object", "properties": {}}
-        if tool.strict is not None:
-            fn["strict"] = tool.strict
+    fn = as_function(tool, CUSTOM_PARAMETERS)
+    if tool.strict is not None:
+        fn["strict"] = tool.strict
     return {"type": "function", "function": fn}
 
 
@@ -111,11 +86,11 @@ class ChatCompletionsUpstream(HTTPUpstream):
         self.headers = bearer_headers(route.api_key)
 
     async def list_models(self) -> list[dict[str, Any]]:
-        return await self.openai_models(upstream_http_error)
+        return await self.openai_models(openai_http_error)
 
     async def open(self, call: Call) -> ChatStream:
         resp = await self.post(f"{self.base}/chat/completions", build_body(call, self.route), call.request.model,
-                               upstream_http_error)
+                               openai_http_error)
         return ChatStream(resp, call, self.route)
 
     async def count_tokens(self, call: Call) -> int | None:
@@ -129,33 +104,10 @@ class ChatCompletionsUpstream(HTTPUpstream):
         return count if isinstance(count, int) else None
 
 
-def upstream_http_error(status: int, raw: bytes, model: str | None) -> UpstreamError:
-    """An OpenAI-style error answer (before any stream) as the error OpenAI would give."""
-    message, code, param = _error_fields(raw)
-    log.warning("upstream answered HTTP %s: %s", status, message[:200])
-    return upstream_status_error(status, message, model, code=code,
-                                 param=param if isinstance(param, str) else None,
-                                 model_missing=code in ("model_not_found", "404", None) or "model" in message.lower(),
-                                 context_phrases=CONTEXT_PHRASES)
-
-
-def _error_fields(raw: bytes) -> tuple[str, str | None, Any]:
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return raw.decode(errors="replace").strip()[:500] or "no details", None, None
-    err = obj.get("error", obj) if isinstance(obj, dict) else obj
-    if isinstance(err, dict):
-        code = err.get("code")
-        return str(err.get("message") or err.get("detail") or obj)[:2000], \
-            (str(code) if code is not None else None), err.get("param")
-    return str(err)[:2000], None, None
-
-
 class ChatStream(BodyStream):
     async def _events(self) -> AsyncGenerator[Batch, None]:
         if self.resp.content_type == "application/json":  # a server that ignored `stream: true`
-            yield completion_events(_loads(await self.read_whole()), self.call)
+            yield completion_events(json_object(await self.read_whole(), "a chunk"), self.call)
             return
         parser = ChunkParser(self.call)
         async for batch in self.read_sse(parser):
@@ -166,23 +118,13 @@ class ChatStream(BodyStream):
             yield [self.call.estimated_usage(parser.produced, parser.reasoned)]
 
 
-def _loads(data: bytes) -> dict[str, Any]:
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        raise UpstreamError("The upstream model server sent a chunk that is not JSON.") from None
-    if not isinstance(obj, dict):
-        raise UpstreamError("The upstream model server sent a chunk that is not a JSON object.")
-    return obj
-
-
 class ChunkParser:
     """Chat Completions chunks → generation events. One JSON decode per chunk, nothing else per token."""
 
     def __init__(self, call: Call):
         self.tools = call.tools.by_wire_name
         self.want_logprobs = call.want_logprobs
-        self.calls: dict[int, list[Any]] = {}  # upstream index -> [call_id, started, custom decoder or None, pending args]
+        self.calls: dict[int, ToolCallBuffer] = {}  # the upstream's tool call index -> that call
         self.finish: str | None = None
         self.done = False
         self.usage_seen = False
@@ -200,7 +142,7 @@ class ChunkParser:
                     self.done = True
                     self._end_calls(batch)
                     break
-                self.chunk(_loads(data), batch)
+                self.chunk(json_object(data, "a chunk"), batch)
         except UpstreamError as exc:
             self.error = exc
         return batch
@@ -255,53 +197,41 @@ class ChunkParser:
         fn = tc.get("function") or {}
         state = self.calls.get(index)
         call_id = tc.get("id")
-        if state is not None and call_id and state[0] != call_id and state[1]:
+        if state is not None and call_id and state.call_id != call_id and state.started:
             state = None  # a new call reusing the index
         if state is None:
-            state = self.calls[index] = [call_id or new_id("call"), False, None, [], fn.get("name")]
-        elif call_id and not state[1]:
-            state[0] = call_id
-        if fn.get("name") and not state[4]:
-            state[4] = fn["name"]
-        args = fn.get("arguments")
+            state = self.calls[index] = ToolCallBuffer(call_id or new_id("call"), fn.get("name"))
+        elif call_id and not state.started:
+            state.call_id = call_id
+        if fn.get("name") and not state.name:
+            state.name = fn["name"]
+        args = fn.get("arguments") or ""
         if args:
             self.produced += len(args)
-        if not state[1]:
-            if not state[4]:
-                if args:
-                    state[3].append(args)  # arguments before the name: hold them
-                return
-            self._start(index, state, batch)
-            if state[3]:
-                args = "".join(state[3]) + (args or "")
-                state[3] = []
-        if args:
-            decoder = state[2]
-            if decoder is not None:
-                args = decoder.feed(args)
-                if not args:
-                    return
-            batch.append(g.ToolCallDelta(index, args))
-
-    def _start(self, index: int, state: list[Any], batch: list[Any]) -> None:
-        tool = self.tools.get(state[4])
-        state[1] = True
-        if tool is None:
-            batch.append(g.ToolCallStart(index, state[0], state[4]))
+        if state.started:
+            state.feed(args, index, batch)
             return
-        if tool.kind == "custom":
-            state[2] = CustomInputDecoder()
-        batch.append(g.ToolCallStart(index, state[0], tool.name, tool.kind, tool.namespace))
+        if args:
+            state.pending.append(args)  # held until the name is known
+        if state.name:
+            self._start(index, state, batch)
+
+    def _start(self, index: int, state: ToolCallBuffer, batch: list[Any]) -> None:
+        name = state.name or ""
+        tool = self.tools.get(name)
+        if tool is None:
+            batch.append(g.ToolCallStart(index, state.call_id, name))
+        else:
+            if tool.kind == "custom":
+                state.decoder = CustomInputDecoder()
+            batch.append(g.ToolCallStart(index, state.call_id, tool.name, tool.kind, tool.namespace))
+        state.begin(index, batch)
 
     def _end_calls(self, batch: list[Any]) -> None:
         for index, state in self.calls.items():
-            if not state[1] and state[4]:
+            if not state.started and state.name:
                 self._start(index, state, batch)
-            if state[2] is not None:
-                rest = state[2].finish()
-                state[2] = None
-                if rest:
-                    batch.append(g.ToolCallDelta(index, rest))
+            state.finish(index, batch)
         self.calls = {}
 
 

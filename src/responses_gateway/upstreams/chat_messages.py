@@ -16,10 +16,8 @@ from typing import Any
 import orjson
 
 from ..protocol.reasoning import unseal
-
-
-def wire_name(name: str, namespace: str | None) -> str:
-    return f"{namespace}__{name}" if namespace else name
+from ..protocol.tools import wire_name
+from .wire import tool_summary
 
 
 def to_messages(instructions: str | None, items: list[dict[str, Any]], reasoning_history: str = "reasoning_content") -> list[Any]:
@@ -116,22 +114,6 @@ class _Builder:
         # (reasoning with nothing after it has no turn to ride on, and is dropped)
         if next_role != "tool":
             self._images()
-
-
-def tool_summary(tools: list[Any]) -> list[dict[str, Any]]:
-    """What a tool search found, as the model will see it: names it can now call, with their descriptions."""
-    out = []
-    for tool in tools:
-        if not isinstance(tool, dict):
-            continue
-        if tool.get("type") == "namespace":
-            for member in tool.get("tools") or ():
-                if isinstance(member, dict) and member.get("name"):
-                    out.append({"name": wire_name(member["name"], tool.get("name")),
-                                "description": member.get("description") or ""})
-        elif tool.get("name"):
-            out.append({"name": tool["name"], "description": tool.get("description") or ""})
-    return out
 
 
 def _text(parts: list[dict[str, Any]]) -> str:

@@ -38,23 +38,28 @@ from ..client import TERMINAL, Accumulator, Event
 from ..errors import UpstreamError
 from ..ids import new_id
 from ..protocol.reasoning import unseal
-from ..protocol.tools import Tool
+from ..protocol.tools import Tool, wire_name
 from .base import Batch, Call, Route
-from .chat_completions import upstream_http_error
-from .chat_messages import tool_summary, wire_name
 from .custom_input import CustomInputDecoder
 from .http import NETWORK_ERRORS, BodyStream, HTTPUpstream, bearer_headers
+from .wire import (
+    RESPONSES_SIGNATURE,
+    ToolCallBuffer,
+    as_function,
+    json_object,
+    openai_http_error,
+    tool_summary,
+)
 
 log = logging.getLogger("responses_gateway.upstream")
 
 INCOMPLETE = {"max_output_tokens": "length", "max_tokens": "length", "content_filter": "content_filter"}
 DRAIN_TIMEOUT = 1.0  # seconds to wait for the end of the body after the terminal event
-TOOL_SEARCH_PARAMETERS = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
 
 
 def signature_tag(route: Route) -> str:
     """The prefix that marks a signature as this upstream's own encrypted_content."""
-    return "rsp." + hashlib.sha256(route.base_url.rstrip("/").encode()).hexdigest()[:10] + "."
+    return RESPONSES_SIGNATURE + hashlib.sha256(route.base_url.rstrip("/").encode()).hexdigest()[:10] + "."
 
 
 # -- the request ------------------------------------------------------------------------------------------
@@ -123,19 +128,15 @@ def build_body(call: Call, route: Route) -> dict[str, Any]:
 
 def _tool(tool: Tool) -> dict[str, Any]:
     """Offered flat: namespace members under their wire names, a client tool_search as a function."""
-    if tool.kind == "tool_search":
-        return {"type": "function", "name": "tool_search",
-                "description": tool.description or "Search for more tools to use.",
-                "parameters": tool.parameters or TOOL_SEARCH_PARAMETERS}
-    out: dict[str, Any] = {"type": "custom" if tool.kind == "custom" else "function", "name": tool.wire_name}
-    if tool.description:
-        out["description"] = tool.description
     if tool.kind == "custom":
+        out: dict[str, Any] = {"type": "custom", "name": tool.wire_name}
+        if tool.description:
+            out["description"] = tool.description
         out["format"] = tool.format or {"type": "text"}
-    else:
-        out["parameters"] = tool.parameters if tool.parameters is not None else {"type": "object", "properties": {}}
-        if tool.strict is not None:
-            out["strict"] = tool.strict
+        return out
+    out = {"type": "function", **as_function(tool)}
+    if tool.strict is not None:
+        out["strict"] = tool.strict
     return out
 
 
@@ -212,11 +213,11 @@ class ResponsesUpstream(HTTPUpstream):
         self.headers = bearer_headers(route.api_key)
 
     async def list_models(self) -> list[dict[str, Any]]:
-        return await self.openai_models(upstream_http_error)
+        return await self.openai_models(openai_http_error)
 
     async def open(self, call: Call) -> ResponsesStream:
         resp = await self.post(f"{self.base}/responses", build_body(call, self.route), call.request.model,
-                               upstream_http_error)
+                               openai_http_error)
         return ResponsesStream(resp, call, self.route, signature_tag(self.route))
 
 
@@ -267,12 +268,7 @@ class ResponsesStream(BodyStream):
 
 
 def whole_response_event(raw: bytes) -> dict[str, Any]:
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise UpstreamError("The upstream model server sent a body that is not JSON.") from None
-    if not isinstance(obj, dict):
-        raise UpstreamError("The upstream model server sent a body that is not a JSON object.")
+    obj = json_object(raw, "a body")
     if obj.get("error") and not obj.get("status"):
         return {"type": "error", "error": obj["error"]}
     status = obj.get("status")
@@ -290,7 +286,7 @@ class EventMapper:
         self.acc = acc
         self.tag = tag
         self.calls: dict[int, _CallState] = {}  # output_index -> tool call
-        self.reasoning: dict[int, list[Any]] = {}  # output_index -> [streamed kind, last summary index]
+        self.reasoning: dict[int, _Reasoning] = {}  # output_index -> what of it streams
         self.signed: set[int] = set()
         self.started_calls = 0
         self.produced = 0  # characters of text and tool input passed on (for a usage estimate)
@@ -347,17 +343,17 @@ class EventMapper:
 
     def _reasoning(self, data: dict[str, Any], kind: str, batch: list[Any]) -> None:
         index: Any = data.get("output_index")
-        state = self.reasoning.setdefault(index, [kind, None])
-        if state[0] != kind:
+        state = self.reasoning.setdefault(index, _Reasoning(kind))
+        if state.kind != kind:
             return  # this item streams both its summary and its raw text: one of them is enough
         text = data.get("delta") or ""
         if not text:
             return
         if kind == "summary":
             part = data.get("summary_index", 0)
-            if state[1] is not None and part != state[1]:
+            if state.part is not None and part != state.part:
                 text = "\n\n" + text  # summary parts are paragraphs
-            state[1] = part
+            state.part = part
         self.reasoned += len(text)
         batch.append(g.ReasoningDelta(text))
 
@@ -432,15 +428,15 @@ class EventMapper:
             batch.append(g.Finish("tool_calls" if self.started_calls else "stop"))
         self.finished = True
 
-class _CallState:
-    __slots__ = ("started", "held", "decoder", "settled", "finished")
+class _CallState(ToolCallBuffer):
+    """A ToolCallBuffer whose input is held until the upstream closes the call (module docstring)."""
+
+    __slots__ = ("held", "settled")
 
     def __init__(self) -> None:
-        self.started = False
+        super().__init__()
         self.held: list[str] = []  # input deltas, until the upstream closes the call
-        self.decoder: CustomInputDecoder | None = None
         self.settled = False
-        self.finished = False
 
     def settle(self, final: str | None, index: int, batch: list[Any]) -> int:
         """The held input passed on once: as it came when it adds up to `final` (or there is no final),
@@ -458,15 +454,16 @@ class _CallState:
                 batch.append(g.ToolCallDelta(index, text))
         return sum(len(p) for p in pieces)
 
-    def finish(self, index: int, batch: list[Any]) -> None:
-        if self.finished or not self.started:
-            return
-        self.finished = True
-        if self.decoder is not None:
-            rest = self.decoder.finish()
-            self.decoder = None
-            if rest:
-                batch.append(g.ToolCallDelta(index, rest))
+
+class _Reasoning:
+    """A reasoning item as it streams: which of its texts is followed ("text" or "summary"), and the
+    summary part seen last."""
+
+    __slots__ = ("kind", "part")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.part: int | None = None
 
 
 def _upstream_error(error: dict[str, Any]) -> UpstreamError:
