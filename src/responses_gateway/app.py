@@ -25,19 +25,13 @@ from .api.stored import cancel_response, delete_response, get_response, list_inp
 from .api.websocket import responses_websocket
 from .background import Background
 from .config import Settings
-from .routing import Router, load_rules
+from .routing import Router, Rule, load_rules
 from .shutdown import on_sigterm
 from .store import open_store
 from .store.base import Store
 from .upstreams.base import Upstream
-from .upstreams.chat_completions import ChatCompletionsUpstream
-from .upstreams.demo import DemoUpstream
 
 log = logging.getLogger("responses_gateway")
-
-
-def make_upstream(settings: Settings) -> Upstream:
-    return DemoUpstream() if settings.is_demo else ChatCompletionsUpstream(settings.route())
 
 
 def make_router(settings: Settings, upstream: Upstream | None = None) -> Router:
@@ -45,7 +39,7 @@ def make_router(settings: Settings, upstream: Upstream | None = None) -> Router:
         return Router.single(upstream, settings.route())
     if settings.config:
         return Router(load_rules(settings.config))
-    return Router.single(make_upstream(settings), settings.route())
+    return Router([Rule("*", settings.route())])
 
 
 def make_store(settings: Settings) -> Store | None:

@@ -5,13 +5,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 if TYPE_CHECKING:
     from .upstreams.base import Route
 
 DEMO_UPSTREAM = "demo"
 MIN_COMPACTION_KEY = 16
+
+# The closed sets of values a setting (or a route of the routing file) takes.
+HostedTools = Literal["drop", "reject"]
+ReasoningHistory = Literal["reasoning_content", "reasoning", "drop"]
+MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
 
 
 @dataclass(frozen=True)
@@ -42,13 +47,13 @@ class Settings:
     key_max_in_flight: int = 0  # 0: off
     key_requests_per_minute: float = 0  # 0: off
     # Hosted tools (web_search, file_search, ...) the gateway cannot run: "drop" them with a warning, or "reject".
-    hosted_tools: str = "drop"
+    hosted_tools: HostedTools = "drop"
     # How reasoning from earlier turns is sent back to a Chat Completions upstream:
     # "reasoning_content" (vLLM, SGLang, DeepSeek-style templates), "reasoning" (newer vLLM), or "drop".
-    reasoning_history: str = "reasoning_content"
+    reasoning_history: ReasoningHistory = "reasoning_content"
     # Field that carries max_output_tokens upstream: "max_tokens" (every local server) or
     # "max_completion_tokens" (OpenAI's reasoning models reject max_tokens).
-    max_tokens_field: str = "max_tokens"
+    max_tokens_field: MaxTokensField = "max_tokens"
     log_level: str = "info"
     log_format: str = "text"  # "json": one JSON object per line, with the response id (logs.py)
     otel: bool = False  # OpenTelemetry tracing over OTLP (tracing.py); also on when OTEL_EXPORTER_OTLP_ENDPOINT is set
@@ -183,10 +188,10 @@ ENV = {
     "redis_event_ttl": "RG_REDIS_EVENT_TTL",
 }
 
-CHOICES = {
-    "hosted_tools": ("drop", "reject"),
-    "reasoning_history": ("reasoning_content", "reasoning", "drop"),
-    "max_tokens_field": ("max_tokens", "max_completion_tokens"),
+CHOICES: dict[str, tuple[str, ...]] = {
+    "hosted_tools": get_args(HostedTools),
+    "reasoning_history": get_args(ReasoningHistory),
+    "max_tokens_field": get_args(MaxTokensField),
     "websocket": ("on", "off"),
     "log_format": ("text", "json"),
 }

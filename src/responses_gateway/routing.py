@@ -9,11 +9,14 @@ The config file is TOML:
     api_key_env = "ANTHROPIC_API_KEY"   # the key is read from this variable, never from the file
     model = "claude-sonnet-4-5"     # optional: the name sent upstream (default: the requested name)
     max_tokens = 8192               # optional: when the request sets no max_output_tokens
-    reasoning_history = "reasoning_content"   # chat_completions only
-    max_tokens_field = "max_tokens"           # chat_completions only
-    context_window = 32768          # optional: tokens; truncation "auto" fits the input before calling
+    reasoning_history = "reasoning_content"   # reasoning_content | reasoning | drop (chat_completions, responses)
+    max_tokens_field = "max_tokens"           # max_tokens | max_completion_tokens (chat_completions only)
+    context_window = 32768                    # optional: tokens; truncation "auto" fits the input before calling
+    idle_timeout = 600                        # optional deadlines in seconds, with connect_timeout,
+                                              # first_byte_timeout, total_timeout (docs/routing.md)
 
-Routes are tried in order; the first match wins.
+Routes are tried in order; the first match wins. Every entry is checked when the file is loaded: an unknown
+key, a value outside its closed set or of the wrong type stops the gateway at startup, naming the key.
 """
 
 from __future__ import annotations
@@ -25,17 +28,25 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, get_args
 
+from .config import MaxTokensField, ReasoningHistory
 from .errors import APIError, UpstreamError, model_not_found
-from .upstreams.base import Route, Upstream
+from .upstreams.base import Route, RouteKind, Upstream
+from .upstreams.registry import build_upstream
 
 log = logging.getLogger("responses_gateway.routing")
 
-KINDS = ("chat_completions", "anthropic", "responses", "demo")
-KEYS = {"match", "kind", "base_url", "api_key_env", "api_key", "model", "max_tokens", "reasoning_history",
-        "max_tokens_field", "connect_timeout", "first_byte_timeout", "read_timeout", "idle_timeout",
-        "total_timeout", "context_window"}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "kind": get_args(RouteKind),
+    "reasoning_history": get_args(ReasoningHistory),
+    "max_tokens_field": get_args(MaxTokensField),
+}
+STRINGS = ("match", "base_url", "api_key_env", "api_key", "model")
+SECONDS = ("connect_timeout", "first_byte_timeout", "read_timeout", "idle_timeout", "total_timeout")
+NUMBERS = {"max_tokens": "an integer", "context_window": "an integer",
+           **{key: "a number of seconds" for key in SECONDS}}
+KEYS = {*CHOICES, *STRINGS, *NUMBERS}
 
 
 @dataclass(frozen=True)
@@ -58,15 +69,11 @@ def load_rules(path: str, environ: Mapping[str, str] | None = None) -> list[Rule
     env: Mapping[str, str] = os.environ if environ is None else environ
     with open(path, "rb") as fh:
         data = tomllib.load(fh)
-    rules = []
+    rules: list[Rule] = []
     for i, entry in enumerate(data.get("routes") or ()):
         where = f"{path}: routes[{i}]"
-        unknown = set(entry) - KEYS
-        if unknown:
-            raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+        _check(entry, where)
         kind = entry.get("kind", "chat_completions")
-        if kind not in KINDS:
-            raise ValueError(f"{where}: kind must be one of {', '.join(KINDS)}")
         if "match" not in entry:
             raise ValueError(f"{where}: 'match' is required")
         if kind != "demo" and not str(entry.get("base_url", "")).startswith(("http://", "https://")):
@@ -88,22 +95,26 @@ def load_rules(path: str, environ: Mapping[str, str] | None = None) -> list[Rule
     return rules
 
 
-def build_upstream(route: Route) -> Upstream:
-    if route.kind == "demo":
-        from .upstreams.demo import DemoUpstream
-
-        return DemoUpstream()
-    if route.kind == "anthropic":
-        from .upstreams.anthropic import AnthropicUpstream
-
-        return AnthropicUpstream(route)
-    if route.kind == "responses":
-        from .upstreams.responses import ResponsesUpstream
-
-        return ResponsesUpstream(route)
-    from .upstreams.chat_completions import ChatCompletionsUpstream
-
-    return ChatCompletionsUpstream(route)
+def _check(entry: dict[str, Any], where: str) -> None:
+    """One `[[routes]]` entry: known keys only, each with a value of its type (and in its closed set)."""
+    unknown = set(entry) - KEYS
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+    for key, allowed in CHOICES.items():
+        if key in entry and entry[key] not in allowed:
+            raise ValueError(f"{where}: {key} must be one of {', '.join(allowed)}; got {entry[key]!r}")
+    for key in STRINGS:
+        if key in entry and not isinstance(entry[key], str):
+            raise ValueError(f"{where}: {key} must be a string; got {entry[key]!r}")
+    for key, what in NUMBERS.items():
+        if key not in entry:
+            continue
+        value = entry[key]
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if not (whole or (isinstance(value, float) and key in SECONDS)):
+            raise ValueError(f"{where}: {key} must be {what}; got {value!r}")
+        if value <= 0:
+            raise ValueError(f"{where}: {key} must be a positive {what.split(' ', 1)[1]}; got {value!r}")
 
 
 class Router:

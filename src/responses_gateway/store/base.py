@@ -80,7 +80,9 @@ class Store(Protocol):
         responses went."""
         ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Release the connections; the last call."""
+        ...
 
     # -- background responses (background.py): the row, the lease of the replica running it, the event log --
 

@@ -4,26 +4,33 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from .. import generation as g
+from ..config import MaxTokensField, ReasoningHistory
 from ..errors import UpstreamError
 from ..protocol.request import CreateResponse
 from ..protocol.tools import ToolSet
 from ..tokens import char_tokens, estimate
+
+RouteKind = Literal["chat_completions", "anthropic", "responses", "demo"]
+"""The upstream protocols, one adapter each (`upstreams/registry.py` maps a kind to its adapter)."""
 
 
 @dataclass(frozen=True)
 class Route:
     """One upstream: where it is, how to talk to it, and the per-upstream policies."""
 
-    kind: str  # "chat_completions" | "anthropic" | "responses" | "demo"
+    kind: RouteKind
     base_url: str = ""
     api_key: str | None = None
     model: str | None = None  # the model name sent upstream; None sends the request's
     max_tokens: int | None = None  # used when the request sets no max_output_tokens (Anthropic needs one)
-    reasoning_history: str = "reasoning_content"  # chat_completions: how earlier reasoning goes back
-    max_tokens_field: str = "max_tokens"  # chat_completions: max_tokens | max_completion_tokens
+    # How reasoning from earlier turns goes back. chat_completions: on the assistant message under this field
+    # name, or not at all ("drop"). responses: "drop" leaves out reasoning that only has text (its own
+    # encrypted reasoning always goes back). anthropic ignores it: only Anthropic-signed thinking can go back.
+    reasoning_history: ReasoningHistory = "reasoning_content"
+    max_tokens_field: MaxTokensField = "max_tokens"  # chat_completions: the field for max_output_tokens
     # Deadlines, seconds (docs/routing.md): connecting; the upstream's answer (its headers); the longest silence
     # between two reads of the stream (a reasoning model may think for minutes); the whole call.
     connect_timeout: float = 30.0
@@ -81,12 +88,18 @@ class EventStream(Protocol):
 
 
 class Upstream(Protocol):
-    label: str
+    """An adapter: one upstream protocol spoken to one upstream (docs/adapters.md)."""
+
+    label: str  # who it is, for logs and route listings
 
     async def open(self, call: Call) -> EventStream:
         """Start a generation. Raises UpstreamError (before any event) if the upstream refuses it."""
         ...
 
-    async def list_models(self) -> list[dict[str, Any]]: ...
+    async def list_models(self) -> list[dict[str, Any]]:
+        """The upstream's models as OpenAI lists them (`{"id", "object": "model", "created", "owned_by"}`)."""
+        ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Release the connections (at shutdown)."""
+        ...

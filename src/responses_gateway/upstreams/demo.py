@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import generation as g
 from ..ids import new_id
-from .base import Batch, Call
+from .base import Batch, Call, Route
 
 MODEL = "demo"
 
@@ -22,8 +22,8 @@ MODEL = "demo"
 class DemoUpstream:
     label = "DEMO (scripted responses, not a real model)"
 
-    def __init__(self, delay: float = 0.02):
-        self.delay = delay
+    def __init__(self, route: Route | None = None, *, delay: float = 0.02):
+        self.delay = delay  # (a demo route has nothing to configure)
 
     async def list_models(self) -> list[dict[str, Any]]:
         return [{"id": MODEL, "object": "model", "created": 0, "owned_by": "responses-gateway-demo"}]
