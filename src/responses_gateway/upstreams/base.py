@@ -103,3 +103,10 @@ class Upstream(Protocol):
     async def close(self) -> None:
         """Release the connections (at shutdown)."""
         ...
+
+
+class TokenCounter(Protocol):
+    """What an adapter may offer besides: the upstream's exact count of a call's input tokens, for
+    `POST /v1/responses/input_tokens` and `truncation: "auto"` (None: the caller falls back to its estimate)."""
+
+    async def count_tokens(self, call: Call) -> int | None: ...
