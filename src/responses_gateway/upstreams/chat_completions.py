@@ -18,8 +18,15 @@ from ..protocol.tools import Tool
 from .base import Batch, Call, Route
 from .chat_messages import to_messages
 from .custom_input import CustomInputDecoder
-from .http import BodyStream, HTTPUpstream, bearer_headers
-from .wire import CUSTOM_INPUT_PARAMETERS, ToolCallBuffer, as_function, json_object, openai_http_error
+from .http import BodyStream
+from .wire import (
+    CUSTOM_INPUT_PARAMETERS,
+    OpenAIShaped,
+    ToolCallBuffer,
+    add_sampling,
+    as_function,
+    json_object,
+)
 
 log = logging.getLogger("responses_gateway.upstream")
 
@@ -46,13 +53,7 @@ def build_body(call: Call, route: Route) -> dict[str, Any]:
             body["tool_choice"] = tools.mode
         if req.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = req.parallel_tool_calls
-    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
-        value = getattr(req, name)
-        if value is not None:
-            body[name] = value
-    max_tokens = req.max_output_tokens if req.max_output_tokens is not None else route.max_tokens
-    if max_tokens is not None:
-        body[route.max_tokens_field] = max_tokens
+    add_sampling(body, call, route, route.max_tokens_field)
     if req.reasoning is not None and req.reasoning.effort is not None:
         body["reasoning_effort"] = req.reasoning.effort
     fmt = req.text.format if req.text else None
@@ -79,18 +80,12 @@ def _tool(tool: Tool) -> dict[str, Any]:
     return {"type": "function", "function": fn}
 
 
-class ChatCompletionsUpstream(HTTPUpstream):
-    def __init__(self, route: Route):
-        super().__init__(route)
-        self.label = f"{self.base} (chat completions)"
-        self.headers = bearer_headers(route.api_key)
-
-    async def list_models(self) -> list[dict[str, Any]]:
-        return await self.openai_models(openai_http_error)
+class ChatCompletionsUpstream(OpenAIShaped):
+    kind = "chat completions"
+    path = "/chat/completions"
 
     async def open(self, call: Call) -> ChatStream:
-        resp = await self.post(f"{self.base}/chat/completions", build_body(call, self.route), call.request.model,
-                               openai_http_error)
+        resp = await self.post_call(call, build_body(call, self.route))
         return ChatStream(resp, call, self.route)
 
     async def count_tokens(self, call: Call) -> int | None:

@@ -41,13 +41,14 @@ from ..protocol.reasoning import unseal
 from ..protocol.tools import Tool, wire_name
 from .base import Batch, Call, Route
 from .custom_input import CustomInputDecoder
-from .http import NETWORK_ERRORS, BodyStream, HTTPUpstream, bearer_headers
+from .http import NETWORK_ERRORS, BodyStream
 from .wire import (
     RESPONSES_SIGNATURE,
+    OpenAIShaped,
     ToolCallBuffer,
+    add_sampling,
     as_function,
     json_object,
-    openai_http_error,
     tool_summary,
 )
 
@@ -89,13 +90,7 @@ def build_body(call: Call, route: Route) -> dict[str, Any]:
             body["tool_choice"] = tools.mode
         if req.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = req.parallel_tool_calls
-    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
-        value = getattr(req, name)
-        if value is not None:
-            body[name] = value
-    max_tokens = req.max_output_tokens if req.max_output_tokens is not None else route.max_tokens
-    if max_tokens is not None:
-        body["max_output_tokens"] = max_tokens
+    add_sampling(body, call, route, "max_output_tokens")
     if req.reasoning is not None:
         reasoning: dict[str, Any] = {}
         if req.reasoning.effort is not None:
@@ -206,18 +201,12 @@ def _reasoning(item: dict[str, Any], tag: str, reasoning_history: str) -> dict[s
 # -- the upstream -----------------------------------------------------------------------------------------
 
 
-class ResponsesUpstream(HTTPUpstream):
-    def __init__(self, route: Route):
-        super().__init__(route)
-        self.label = f"{self.base} (responses)"
-        self.headers = bearer_headers(route.api_key)
-
-    async def list_models(self) -> list[dict[str, Any]]:
-        return await self.openai_models(openai_http_error)
+class ResponsesUpstream(OpenAIShaped):
+    kind = "responses"
+    path = "/responses"
 
     async def open(self, call: Call) -> ResponsesStream:
-        resp = await self.post(f"{self.base}/responses", build_body(call, self.route), call.request.model,
-                               openai_http_error)
+        resp = await self.post_call(call, build_body(call, self.route))
         return ResponsesStream(resp, call, self.route, signature_tag(self.route))
 
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import aiohttp
 import orjson
 
 from .. import generation as g
 from ..errors import UpstreamError, upstream_status_error
 from ..protocol.tools import Tool, wire_name
+from .base import Call, Route
 from .custom_input import CustomInputDecoder
+from .http import HTTPUpstream, bearer_headers
 
 log = logging.getLogger("responses_gateway.upstream")
 
@@ -147,3 +150,35 @@ class ToolCallBuffer:
             self.decoder = None
             if rest:
                 batch.append(g.ToolCallDelta(key, rest))
+
+
+def add_sampling(body: dict[str, Any], call: Call, route: Route, max_tokens_field: str) -> None:
+    """The sampling fields the request set, and its output limit (the route's default when it sets none)
+    under the field name this upstream reads."""
+    req = call.request
+    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+        value = getattr(req, name)
+        if value is not None:
+            body[name] = value
+    max_tokens = req.max_output_tokens if req.max_output_tokens is not None else route.max_tokens
+    if max_tokens is not None:
+        body[max_tokens_field] = max_tokens
+
+
+class OpenAIShaped(HTTPUpstream):
+    """A server of OpenAI's shape (Chat Completions, Responses): a bearer key, `GET {base}/models`, errors in
+    OpenAI's body, generations posted to `{base}{path}`."""
+
+    kind = ""
+    path = ""
+
+    def __init__(self, route: Route):
+        super().__init__(route)
+        self.label = f"{self.base} ({self.kind})"
+        self.headers = bearer_headers(route.api_key)
+
+    async def list_models(self) -> list[dict[str, Any]]:
+        return await self.openai_models(openai_http_error)
+
+    async def post_call(self, call: Call, body: dict[str, Any]) -> aiohttp.ClientResponse:
+        return await self.post(f"{self.base}{self.path}", body, call.request.model, openai_http_error)
