@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import sqlite3
 import threading
+import time
 
 import httpx
 import orjson
@@ -29,11 +30,13 @@ def test_sigterm_drains_then_ends_what_is_left(upstream, tmp_path):
 
     try:
         threads = [threading.Thread(target=post, args=(name,)) for name in ("short", "long")]
-        for t in threads:
-            t.start()
+        for t in threads:  # one at a time, in order: each has reached the upstream before the next starts
             upstream_seen = len(upstream.requests)
-            while len(upstream.requests) == upstream_seen:  # one at a time, in order
-                threading.Event().wait(0.02)
+            t.start()
+            deadline = time.monotonic() + 15
+            while len(upstream.requests) == upstream_seen:
+                assert time.monotonic() < deadline, "the request never reached the upstream"
+                time.sleep(0.02)
         gw.proc.send_signal(signal.SIGTERM)
         for t in threads:
             t.join(timeout=30)
