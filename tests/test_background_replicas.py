@@ -20,29 +20,16 @@ from tests.support import backends
 from tests.support.fake_chat import Stream, text_stream
 
 pg_database = backends.pg_database
+redis_url = backends.redis_url
 
 MODEL = "fake-model"
 WORDS = [f"w{k} " for k in range(40)]
-REDIS_URL = os.environ.get("RG_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 FAST = ("--lease-timeout", "1", "--background-poll", "0.05")
 BOUND = 15  # seconds: far above the 1 s lease plus one reaper round, far below "forever"
 
 
 def slow(request) -> Stream:
     return Stream(text_stream(WORDS), delay=0.05)
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> str:
-    import redis
-
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except Exception as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis at {REDIS_URL} is not usable: {exc}")
-        pytest.skip(f"Redis at {REDIS_URL} is not usable: {exc}")
-    return REDIS_URL
 
 
 @pytest.fixture(params=["redis", "database"])

@@ -1,4 +1,5 @@
-"""Store backends for the state tests: SQLite (a fresh file) and PostgreSQL (a database of this run's own).
+"""Store backends for the state tests: SQLite (a fresh file) and PostgreSQL (a database of this run's own);
+the test Redis (`redis_url`).
 
     from tests.support import backends
     backend = backends.backend              # parametrized: "sqlite", "postgresql"
@@ -30,6 +31,7 @@ from responses_gateway.config import Settings
 from tests.support.server import GatewayServer
 
 PG_ADMIN_URL = os.environ.get("RG_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("RG_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 BACKENDS = ("sqlite", "postgresql")
 
 
@@ -66,6 +68,20 @@ def pg_database() -> Iterator[str]:
         yield _pg_url(name)
     finally:
         asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """The URL of the test Redis (shared: tests use keys of their own)."""
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
+    except Exception as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"Redis at {REDIS_URL} is not usable: {exc}")
+        pytest.skip(f"Redis at {REDIS_URL} is not usable: {exc}")
+    return REDIS_URL
 
 
 # --------------------------------------------------------------------------- direct access to the rows
