@@ -21,6 +21,7 @@ from .api.compact import compact_response
 from .api.errors import HANDLERS
 from .api.input_tokens import count_input_tokens
 from .api.responses import create_response
+from .api.shared_limits import SharedLimits
 from .api.stored import cancel_response, delete_response, get_response, list_input_items
 from .api.websocket import responses_websocket
 from .background import Background
@@ -54,6 +55,13 @@ def make_background(settings: Settings, store: Store) -> Background:
 
         bus = RedisBus(settings.redis_url, settings.redis_event_ttl)
     return Background(settings, store, bus)
+
+
+def make_shared_limits(settings: Settings) -> SharedLimits | None:
+    """With Redis, the per-key limits are kept there, so they hold across workers and replicas."""
+    if not settings.redis_url or not (settings.key_max_in_flight > 0 or settings.key_requests_per_minute > 0):
+        return None
+    return SharedLimits(settings.redis_url, settings.key_max_in_flight, settings.key_requests_per_minute)
 
 
 async def purge_forever(store: Store, every: float = 3600.0, event_retention: float | None = None) -> None:
@@ -119,6 +127,9 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             await jobs.open()
         app.state.background = jobs
         app.state.owners = await start_owners(keys, settings.owner_secret, store)
+        if shared is not None and keys and store is None and not settings.owner_secret:
+            log.warning("per-key limits in Redis need the same owner secret in every process: without a "
+                        "database, set --owner-secret, or each process limits its keys apart")
         on_sigterm(settings.drain_timeout)
         try:
             yield
@@ -129,6 +140,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             if purger is not None:
                 purger.cancel()
             await live.close()
+            if shared is not None:
+                await shared.close()
             if store is not None:
                 await store.close()
             await asyncio.to_thread(tracing.flush)  # spans still batched go out before the process ends
@@ -160,8 +173,9 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
         lifespan=lifespan,
     )
     keys = settings.load_api_keys()
+    shared = make_shared_limits(settings)
     app.add_middleware(Admission, limits=AdmissionLimits(settings.max_in_flight, settings.key_max_in_flight,
-                                                         settings.key_requests_per_minute))
+                                                         settings.key_requests_per_minute), shared=shared)
     app.add_middleware(KeyAuth, keys=keys)  # added last, so it runs first: Admission knows the owner
     return app
 

@@ -131,8 +131,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="seconds between keepalive pings, 0 for none; a pong later than that closes the "
                             f"connection [{ENV['websocket_ping_interval']}; default 20]")
     serve.add_argument("--redis", dest="redis_url", metavar="URL",
-                       help="Redis for the live event logs and cancel signals of background responses across "
-                            f"replicas, e.g. redis://127.0.0.1:6379/0 [{ENV['redis_url']}]")
+                       help="Redis for the live event logs and cancel signals of background responses, and "
+                            "the per-key limits, across workers and replicas, e.g. redis://127.0.0.1:6379/0 "
+                            f"[{ENV['redis_url']}]")
     for flag, kind, what in BACKGROUND_FLAGS:
         name = flag[2:].replace("-", "_")
         serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {getattr(Settings, name):g}]")
@@ -216,7 +217,8 @@ def serve(settings: Settings) -> None:
 
         log.info("store: %s, retention %g days", open_store(settings.db).label, settings.retention_days)
     if settings.redis_url:
-        log.info("background responses: Redis %s", settings.redis_url.split("@")[-1])  # no password
+        shared = " and per-key limits" if settings.key_max_in_flight or settings.key_requests_per_minute else ""
+        log.info("background responses%s: Redis %s", shared, settings.redis_url.split("@")[-1])  # no password
     if settings.load_api_keys():
         log.info("API keys required on /v1 (%d configured)", len(settings.load_api_keys()))
     if any(rule.route.kind == "demo" for rule in router.rules):

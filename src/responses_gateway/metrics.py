@@ -30,6 +30,9 @@ connections_closed = Counter("responses_gateway_connections_closed",
 requests_limited = Counter("responses_gateway_requests_limited",
                            "Requests refused with a 429, by reason (in_flight, key_concurrency, key_rate).",
                            ["reason"])
+limiter_errors = Counter("responses_gateway_limiter_errors",
+                         "Calls to the Redis limiter that failed or timed out, by operation (admit, release, "
+                         "renew); the requests were admitted (per-key limits fail open).", ["op"])
 
 # Seconds. Token streams start in tens of milliseconds (a local model, a cache hit) and run for minutes.
 LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
