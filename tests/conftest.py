@@ -54,3 +54,12 @@ def client(gateway):
     import openai
 
     return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="test-key", max_retries=0)
+
+
+@pytest.fixture(scope="module")
+def mcp_server():
+    """A real MCP server (tests/support/mcp_server.py) on loopback, fresh for each test module."""
+    from tests.support.mcp_server import MCPTestServer
+
+    with MCPTestServer() as server:
+        yield server

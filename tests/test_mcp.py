@@ -12,17 +12,10 @@ import pytest
 from responses_gateway.config import Settings
 from tests import helpers
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
-from tests.support.mcp_server import MCPTestServer
 from tests.support.server import GatewayServer
 
 SECRET = "Bearer mcp-secret-token-42"
 stream = helpers.stream  # checker, spec schemas and the openai SDK's own models on every event
-
-
-@pytest.fixture(scope="module")
-def mcp_server():
-    with MCPTestServer() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

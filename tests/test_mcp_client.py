@@ -19,15 +19,9 @@ from responses_gateway.mcp.session import MCPSession
 from responses_gateway.mcp.urls import check_url, safe_url
 from responses_gateway.protocol.mcp_tool import MCPServer
 from tests.support.mcp_oneshot import call_tool, list_tools
-from tests.support.mcp_server import CITIES, MCPTestServer
+from tests.support.mcp_server import CITIES
 
 ALL_TOOLS = {"add", "echo", "lookup", "lookup_structured_only", "picture", "explode", "slow", "whoami"}
-
-
-@pytest.fixture(scope="module")
-def mcp_server():
-    with MCPTestServer() as srv:
-        yield srv
 
 
 def server(url: str, **spec) -> MCPServer:

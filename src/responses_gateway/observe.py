@@ -1,5 +1,6 @@
 """The timings and token counts of one response, turned into metrics once each — never per token — and,
-when tracing is on (tracing.py), into a span with a child span per upstream step and one for the store.
+when tracing is on (tracing.py), into a span with a child span per upstream step, one for the store, and
+those the MCP loop opens with `child` (a tool listing, a tool call).
 
 `respond.start` makes one when the request is accepted; the pipeline marks the upstream opening, its first
 events, the first output event sent and the terminal event. Each mark is an attribute check on the hot
@@ -50,26 +51,33 @@ class Observation:
     @contextlib.contextmanager
     def storing(self) -> Iterator[None]:
         """One store write: its latency (when it succeeds) and its span."""
-        span = self._child("store") if self.span is not None else None
         began = monotonic()
-        try:
+        with self.child("store"):
             yield
-        except Exception as exc:
-            if span is not None:
-                span.record_exception(exc)
-                span.set_status(_error(str(exc)))
-            raise
-        else:
-            metrics.store_latency.observe(monotonic() - began)
-        finally:
-            if span is not None:
-                span.end()
+        metrics.store_latency.observe(monotonic() - began)
 
-    def _child(self, name: str) -> Any:
+    @contextlib.contextmanager
+    def child(self, name: str, attributes: dict[str, Any] | None = None) -> Iterator[Any]:
+        """A child span of the response's around the block — None when not tracing. An exception leaving the
+        block ends it in error; `failed` marks a failure that is not one."""
+        if self.span is None:
+            yield None
+            return
+        span = self._child(name, attributes)
+        try:
+            yield span
+        except Exception as exc:
+            span.record_exception(exc)
+            span.set_status(_error(str(exc)))
+            raise
+        finally:
+            span.end()
+
+    def _child(self, name: str, attributes: dict[str, Any] | None = None) -> Any:
         from opentelemetry.trace import set_span_in_context
 
         assert tracing.TRACER is not None
-        return tracing.TRACER.start_span(name, context=set_span_in_context(self.span))
+        return tracing.TRACER.start_span(name, context=set_span_in_context(self.span), attributes=attributes)
 
     def upstream_events(self) -> None:
         """The upstream's first events arrived: its latency to first byte."""
@@ -109,6 +117,13 @@ class Observation:
             self.step_done()
             self.span.end()
             self.span = None
+
+
+def failed(span: Any, error_type: str, message: str) -> None:
+    """A span of `child` (None: not tracing) ends in error: a failure reported as a result, not raised."""
+    if span is not None:
+        span.set_attribute("error.type", error_type)
+        span.set_status(_error(message))
 
 
 def _error(message: str) -> Any:

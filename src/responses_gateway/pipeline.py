@@ -47,6 +47,7 @@ class Steps(Protocol):
 
     again: bool  # after a step: open another one
     incomplete: str | None  # why the response stopped short, if it did
+    seen: Observation | None  # the response's observation, set by `run` (the MCP loop's spans are its children)
 
     def prelude(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]: ...
 
@@ -90,6 +91,7 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
         yield composer.start()
         try:
             if loop is not None:
+                loop.seen = seen
                 async for events in loop.prelude(composer):
                     yield events
             while True:

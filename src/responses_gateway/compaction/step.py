@@ -31,6 +31,7 @@ from .keys import Keyring, keyring
 
 if TYPE_CHECKING:
     from ..mcp.loop import MCPLoop
+    from ..observe import Observation
 
 log = logging.getLogger("responses_gateway.compaction")
 
@@ -116,6 +117,7 @@ class CompactionStep:
         self.summarised = False
         self.again = False
         self.incomplete: str | None = None
+        self.seen: Observation | None = None  # handed on to the MCP loop
 
     async def prelude(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]:
         composer.capture()
@@ -158,6 +160,7 @@ class CompactionStep:
         self.call.items = self.plan.render([*self.history, *composer.output])
         if self.mcp_loop is not None:
             self.inner = self.mcp_loop(self.call)
+            self.inner.seen = self.seen
             async for events in self.inner.prelude(composer):
                 yield events
         self.again = True

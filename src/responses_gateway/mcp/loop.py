@@ -6,17 +6,23 @@ made, hand the results back, and call the upstream again — until the model ans
 client tool (which ends the response for the client), `max_tool_calls` is spent (further MCP tools are
 withdrawn so the model must answer), or the round cap stops a runaway loop (`response.incomplete`,
 reason `max_messages`, as OpenAI names an agent loop cut short). Every event still comes from the one composer.
+
+When tracing, each listing and each call sent to a server is a child span of the response's (`mcp.list_tools`,
+`mcp.call`): the server's label and host — never its headers or credentials — and the error, if any.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
 from ..composer import Composer, _Item
+from ..observe import Observation, failed
 from ..protocol.mcp_tool import MCPServer
 from ..upstreams.base import Call, EventStream, Upstream
 from .errors import MCPError
@@ -46,6 +52,7 @@ class MCPLoop:
         self.step_start = 0
         self.again = False
         self.incomplete: str | None = None
+        self.seen: Observation | None = None  # the response's (the pipeline sets it): spans of the MCP work
 
     # -- before the first step -------------------------------------------------------------------------
 
@@ -57,14 +64,10 @@ class MCPLoop:
                 continue
             item, events = composer.list_tools_started(server.label)
             yield events
-            try:
-                session = await self._session(server)
-                tools = await session.list_tools()
-            except (MCPError, ValueError) as exc:
-                yield composer.list_tools_done(item, None, str(exc))
-                continue
-            yield composer.list_tools_done(item, tools, None)
-            self.call.tools.offer_listed(server, tools)
+            tools, error = await self._list(server)
+            yield composer.list_tools_done(item, tools, error)
+            if tools is not None:
+                self.call.tools.offer_listed(server, tools)
         async for events in self._approved(composer):
             yield events
 
@@ -134,15 +137,43 @@ class MCPLoop:
         if not isinstance(arguments, dict):
             return composer.mcp_result(call, None, "The tool arguments must be a JSON object.")
         self.calls_made += 1
-        try:
-            session = await self._session(server)
-            text, is_error = await session.call_tool(item["name"], arguments, timeout=self.timeout)
-        except (MCPError, ValueError) as exc:
-            return composer.mcp_result(call, None, str(exc))
-        if is_error:  # the tool ran and reported a failure
-            return composer.mcp_result(call, None, {"type": "mcp_tool_execution_error",
-                                                    "content": [{"type": "text", "text": text}]})
-        return composer.mcp_result(call, text, None)
+        output, error = await self._call(server, item["name"], arguments)
+        return composer.mcp_result(call, output, error)
+
+    async def _list(self, server: MCPServer) -> tuple[list[dict[str, Any]] | None, str | None]:
+        """The server's tools, or why they could not be listed."""
+        with self._span("mcp.list_tools", server, {"mcp.method.name": "tools/list"}) as span:
+            try:
+                session = await self._session(server)
+                tools = await session.list_tools()
+            except (MCPError, ValueError) as exc:
+                failed(span, "mcp_protocol_error", str(exc))
+                return None, str(exc)
+            if span is not None:
+                span.set_attribute("responses_gateway.mcp.tools", len(tools))
+            return tools, None
+
+    async def _call(self, server: MCPServer, name: str, arguments: dict[str, Any]
+                    ) -> tuple[str | None, str | dict[str, Any] | None]:
+        """One call: its output, or its error as the `mcp_call` item carries it."""
+        with self._span("mcp.call", server, {"mcp.method.name": "tools/call", "gen_ai.tool.name": name}) as span:
+            try:
+                session = await self._session(server)
+                text, is_error = await session.call_tool(name, arguments, timeout=self.timeout)
+            except (MCPError, ValueError) as exc:
+                failed(span, "mcp_protocol_error", str(exc))
+                return None, str(exc)
+            if is_error:  # the tool ran and reported a failure
+                failed(span, "mcp_tool_execution_error", text)
+                return None, {"type": "mcp_tool_execution_error", "content": [{"type": "text", "text": text}]}
+            return text, None
+
+    def _span(self, name: str, server: MCPServer, attributes: dict[str, Any]) -> AbstractContextManager[Any]:
+        """A child span of the response's (None inside when not tracing): the server's label and host only."""
+        if self.seen is None:
+            return nullcontext()
+        return self.seen.child(name, {"responses_gateway.mcp.server_label": server.label,
+                                      "server.address": _host(server.url), **attributes})
 
     async def _session(self, server: MCPServer) -> MCPSession:
         if server.label in self.unusable:
@@ -158,6 +189,13 @@ class MCPLoop:
                 raise
             self.sessions[server.label] = session
         return session
+
+
+def _host(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
 
 
 def _stored_list(history: list[dict[str, Any]], label: str) -> list[dict[str, Any]] | None:
