@@ -2,6 +2,9 @@
 span for the upstream step and one for the store write; an upstream that refuses ends the span in error;
 MCP tool listings and calls (a real MCP server on loopback) are children of the response's span."""
 
+import contextlib
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 pytest.importorskip("opentelemetry.sdk")
@@ -131,18 +134,44 @@ def test_mcp_listing_and_calls_are_children_of_the_response_span(mcp_http, upstr
     assert secret not in recorded and "X-Trace" not in recorded and "t1" not in recorded
 
 
-def test_serve_exports_over_otlp_when_the_endpoint_is_set(upstream):
-    """A real process with OTEL_EXPORTER_OTLP_ENDPOINT set posts its spans (OTLP/HTTP protobuf) to it."""
+def test_the_resource_names_the_process_and_the_operator_may_rename_the_service(monkeypatch):
+    import os
+
+    monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+    monkeypatch.delenv("OTEL_RESOURCE_ATTRIBUTES", raising=False)
+    ours = tracing.resource().attributes
+    assert ours["service.name"] == "responses-gateway" and ours["process.pid"] == os.getpid()
+    assert ours["service.instance.id"] != tracing.resource().attributes["service.instance.id"]
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "edge-gateway")
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=staging")
+    theirs = tracing.resource().attributes
+    assert theirs["service.name"] == "edge-gateway" and theirs["deployment.environment.name"] == "staging"
+
+
+@contextlib.contextmanager
+def collector():
+    """A tiny OTLP/HTTP receiver on loopback: yields its endpoint and the spans posted to /v1/traces so far,
+    each a dict of its name, ids, attributes and its resource's attributes."""
+    import gzip
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from tests.test_cli import serve, stop
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    received: list[tuple[str, bytes]] = []
+    received: list[dict] = []
 
-    class Collector(BaseHTTPRequestHandler):
+    class Receiver(BaseHTTPRequestHandler):
         def do_POST(self):
-            received.append((self.path, self.rfile.read(int(self.headers["content-length"]))))
+            body = self.rfile.read(int(self.headers["content-length"]))
+            if self.headers.get("content-encoding") == "gzip":
+                body = gzip.decompress(body)
+            assert self.path == "/v1/traces", self.path
+            for batch in ExportTraceServiceRequest.FromString(body).resource_spans:
+                resource = values(batch.resource.attributes)
+                for scope in batch.scope_spans:
+                    received.extend({"name": span.name, "trace": span.trace_id.hex(), "span": span.span_id.hex(),
+                                     "parent": span.parent_span_id.hex(), "attributes": values(span.attributes),
+                                     "resource": resource} for span in scope.spans)
             self.send_response(200)
             self.send_header("content-type", "application/x-protobuf")
             self.send_header("content-length", "0")
@@ -151,19 +180,92 @@ def test_serve_exports_over_otlp_when_the_endpoint_is_set(upstream):
         def log_message(self, *args):
             pass
 
-    collector = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
-    threading.Thread(target=collector.serve_forever, daemon=True).start()
-    upstream.enqueue(Stream(text_stream(["Hel", "lo"], usage=make_usage())))
-    proc, url = serve("--db", "none", env={"RG_UPSTREAM_URL": upstream.base_url,
-                                           "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_port}"})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        import httpx
-
-        made = httpx.post(f"{url}/v1/responses", json={"model": "fake-model", "input": "hi"}, timeout=30).json()
+        yield f"http://127.0.0.1:{server.server_port}", received
     finally:
-        logs = stop(proc)  # the SDK flushes its batch at exit
-        collector.shutdown()
-    assert [path for path, _ in received], logs
-    assert all(path == "/v1/traces" for path, _ in received)
-    body = b"".join(data for _, data in received)
-    assert made["id"].encode() in body and b"upstream" in body and b"responses-gateway" in body
+        server.shutdown()
+
+
+def values(attributes) -> dict:
+    return {kv.key: getattr(kv.value, kv.value.WhichOneof("value")) for kv in attributes}
+
+
+def test_serve_exports_over_otlp_when_the_endpoint_is_set(upstream):
+    """A real process with OTEL_EXPORTER_OTLP_ENDPOINT set posts its spans (OTLP/HTTP protobuf) to it."""
+    import httpx
+
+    from tests.test_cli import serve, stop
+
+    upstream.enqueue(Stream(text_stream(["Hel", "lo"], usage=make_usage())))
+    with collector() as (endpoint, received):
+        proc, url = serve("--db", "none", env={"RG_UPSTREAM_URL": upstream.base_url,
+                                               "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
+        try:
+            made = httpx.post(f"{url}/v1/responses", json={"model": "fake-model", "input": "hi"}, timeout=30).json()
+        finally:
+            logs = stop(proc)  # spans still batched are flushed at shutdown
+    assert [s["name"] for s in received] == ["upstream", "response"], logs
+    root = received[1]
+    assert root["attributes"]["responses_gateway.response_id"] == made["id"]
+    assert root["resource"]["service.name"] == "responses-gateway"
+    assert received[0]["parent"] == root["span"] and received[0]["trace"] == root["trace"]
+
+
+def test_each_worker_exports_its_own_spans_and_flushes_them_at_shutdown(upstream, tmp_path):
+    """`serve --workers 2 --otel`: both worker processes export, each response's span with its children, and
+    nothing is lost at SIGTERM although the batch delay is far longer than the test (only the flush at
+    shutdown sends them)."""
+    import httpx
+
+    from tests.test_cli import serve, stop
+
+    upstream.default = Stream(text_stream(["Hel", "lo"], usage=make_usage()))
+    with collector() as (endpoint, received):
+        proc, url = serve("--workers", "2", "--otel", "--db", str(tmp_path / "r.db"), "--log-level", "warning",
+                          env={"RG_UPSTREAM_URL": upstream.base_url, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+                               "OTEL_BSP_SCHEDULE_DELAY": "600000"})
+        try:
+            def one(_):
+                r = httpx.post(f"{url}/v1/responses", json={"model": "fake-model", "input": "hi"},
+                               headers={"connection": "close"}, timeout=30)
+                assert r.status_code == 200, r.text
+                return r.json()["id"]
+
+            # concurrent connections: the two workers accept from one socket, and a busy one leaves some
+            # to the other
+            with ThreadPoolExecutor(8) as pool:
+                made = list(pool.map(one, range(24)))
+            assert received == []  # still batched in the workers
+        finally:
+            logs = stop(proc)
+    roots = {s["attributes"]["responses_gateway.response_id"]: s for s in received if s["name"] == "response"}
+    assert set(roots) == set(made), logs
+    pids = {s["resource"]["process.pid"] for s in received}
+    instances = {s["resource"]["service.instance.id"] for s in received}
+    assert len(pids) == 2 and len(instances) == 2 and proc.pid not in pids, logs
+    for root in roots.values():
+        children = [s for s in received if s["parent"] == root["span"]]
+        assert sorted(s["name"] for s in children) == ["store", "upstream"]
+        for child in children:
+            assert child["trace"] == root["trace"] and child["resource"] == root["resource"]
+
+
+def test_workers_without_the_otel_extra_is_one_clear_error(tmp_path):
+    """Checked before the workers start: not a traceback from each worker and an exit status of 0."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.test_cli import free_port
+
+    stub = tmp_path / "opentelemetry"
+    stub.mkdir()
+    (stub / "__init__.py").write_text("raise ImportError('opentelemetry is not installed (a stub)')\n")
+    done = subprocess.run([sys.executable, "-m", "responses_gateway", "serve", "--workers", "2", "--otel",
+                           "--db", "none", "--port", str(free_port())], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith("tracing needs the otel extra: pip install 'responses-gateway[otel]'")
+    assert "Traceback" not in done.stderr

@@ -229,8 +229,10 @@ def serve(settings: Settings) -> None:
                                   timeout_graceful_shutdown=settings.drain_timeout + 5, **settings.server_options(),
                                   timeout_keep_alive=settings.keep_alive_timeout,
                                   http="responses_gateway.edge:EdgeProtocol")
+    if tracing.wanted(settings.otel) and not tracing.installed():  # one clear error, not one per worker
+        sys.exit("responses-gateway: tracing needs the otel extra: pip install 'responses-gateway[otel]'")
     if settings.workers > 1:
-        # Each worker builds its own app from the environment.
+        # Each worker builds its own app from the environment (and sets its own tracing up).
         for name, var in ENV.items():
             value = getattr(settings, name)
             if value is not None:
@@ -240,10 +242,7 @@ def serve(settings: Settings) -> None:
     else:
         configure_edge(settings)
         if tracing.wanted(settings.otel):
-            try:
-                tracing.setup()
-            except ImportError:
-                sys.exit("responses-gateway: tracing needs the otel extra: pip install 'responses-gateway[otel]'")
+            tracing.setup()
         uvicorn.run(create_app(settings, router=router), **common)
 
 
