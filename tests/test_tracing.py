@@ -82,8 +82,8 @@ def trace_lines(spans) -> str:
         attrs = [f"{k}={v}" for k, v in span.attributes.items()]
         if span.status.status_code == StatusCode.ERROR:
             attrs.append(f"status=ERROR({span.status.description})")
-        lines.append(f"{span.name:<14} parent={parent:<16} span={span.context.span_id:016x}  {times}  "
-                     + "  ".join(attrs))
+        lines.append((f"{span.name:<14} parent={parent:<16} span={span.context.span_id:016x}  {times}  "
+                     + "  ".join(attrs)).rstrip())
     return "\n".join(lines)
 
 
