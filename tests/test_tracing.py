@@ -134,6 +134,23 @@ def test_mcp_listing_and_calls_are_children_of_the_response_span(mcp_http, upstr
     assert secret not in recorded and "X-Trace" not in recorded and "t1" not in recorded
 
 
+def test_mcp_spans_of_an_answer_after_compaction_are_children_of_the_response_span(mcp_http, upstream, mcp_server,
+                                                                                     spans):
+    """A threshold compaction runs the MCP loop for its answer: its spans have the same parent."""
+    from tests.support.fake_chat import tool_calls_stream
+
+    tool = {"type": "mcp", "server_label": "calc", "server_url": mcp_server.url, "require_approval": "never"}
+    upstream.enqueue(text_stream(["The user wants sums."]),
+                     tool_calls_stream([("c1", "calc__add", ['{"a": 1, "b": 2}'])]), text_stream(["3"]))
+    made = create(mcp_http, {"model": "fake-model", "input": "1+2? " * 20, "tools": [tool], "store": False,
+                             "context_management": [{"type": "compaction", "compact_threshold": 5}]})
+    assert [i["type"] for i in made["output"]] == ["compaction", "mcp_list_tools", "mcp_call", "message"]
+    finished = sorted(spans.get_finished_spans(), key=lambda s: s.start_time)
+    assert [s.name for s in finished] == ["response", "upstream", "mcp.list_tools", "upstream", "mcp.call",
+                                          "upstream"]
+    assert all(s.parent.span_id == finished[0].context.span_id for s in finished[1:])
+
+
 def test_the_resource_names_the_process_and_the_operator_may_rename_the_service(monkeypatch):
     import os
 
