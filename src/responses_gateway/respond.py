@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+from . import offload
 from .compaction.history import has_compaction
 from .composer import Composer
 from .generation import Usage
@@ -77,7 +78,7 @@ async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolve
     settings, store = state.settings, state.store
     rule, upstream = state.router.rule_for(req.model)
     upstream_model = rule.route.model or req.model
-    items = normalize_input(req.input)
+    items = await offload.run(normalize_input, req.input)
     trigger = bool(items) and items[-1]["type"] == "compaction_trigger"
     if trigger:  # a request, not an item: never stored, never sent upstream
         items = items[:-1]
@@ -99,7 +100,7 @@ async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolve
 
         plan = await plan_compaction(state, req, history, owner, trigger)
         render = plan.render
-    call = Call(req, render(history), tools, req.instructions, upstream_model)
+    call = Call(req, await offload.run(render, history), tools, req.instructions, upstream_model)
     return Prepared(upstream, call, history, items, conversation, trigger, plan, render, rule.match)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import offload
 from .errors import APIError
 from .ids import new_id
 from .protocol.items import normalize_item
@@ -65,7 +66,7 @@ async def resolve(store: Store | None, previous_response_id: str | None, items: 
                 item = normalize_item(stored[item["id"]], f"input[{i}]")
             resolved.append(item)
         items = resolved
-    return history + items, with_ids(items)
+    return history + items, await offload.run(with_ids, items)
 
 
 def _bare_reasoning(item: dict[str, Any]) -> bool:

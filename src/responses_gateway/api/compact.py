@@ -10,6 +10,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from .. import offload
 from ..compaction.history import kept_messages
 from ..protocol.request import parse_compact
 from ..respond import start
@@ -20,7 +21,8 @@ from .responses import owner, read_body
 
 async def compact_response(request: Request) -> Response:
     state = request.app.state
-    req = parse_compact(await read_body(request, state.settings.max_body_bytes)).as_trigger()
+    raw = await read_body(request, state.settings.max_body_bytes)
+    req = (await offload.run(parse_compact, raw)).as_trigger()
     started = await start(state, req, owner(request))
     async for _ in started.batches:
         pass

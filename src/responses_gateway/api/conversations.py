@@ -12,6 +12,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from .. import offload
 from ..errors import APIError
 from ..ids import new_id
 from ..protocol.conversations import parse_create, parse_items, parse_update
@@ -34,7 +35,7 @@ def _store(request: Request) -> Store:
     return store
 
 
-async def _body(request: Request) -> bytes:
+async def _body(request: Request) -> bytes | bytearray:
     return await read_body(request, request.app.state.settings.max_body_bytes)
 
 
@@ -47,7 +48,7 @@ async def _existing(request: Request) -> dict[str, Any]:
 
 
 async def create_conversation(request: Request) -> Response:
-    items, metadata = parse_create(await _body(request))
+    items, metadata = await offload.run(parse_create, await _body(request))
     store = _store(request)
     conversation = {"id": new_id("conv"), "object": "conversation", "created_at": int(time.time()),
                     "metadata": metadata}
@@ -75,7 +76,7 @@ async def delete_conversation(request: Request) -> Response:
 
 async def add_items(request: Request) -> Response:
     _include(request)
-    items = with_ids(parse_items(await _body(request)))
+    items = await offload.run(with_ids, await offload.run(parse_items, await _body(request)))
     conversation = await _existing(request)
     await _store(request).append_conversation(conversation["id"], owner(request), items)
     return _json(page_body(Page(items, False)))

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .. import tokens
+from .. import offload, tokens
 from ..protocol.request import CreateResponse, Reasoning, Text, _check_semantics, _Model, _to_api_error
 from ..respond import prepare
 from .responses import owner, read_body
@@ -34,7 +34,7 @@ class InputTokensRequest(_Model):
     personality: str | None = None
 
 
-def parse(raw: bytes) -> CreateResponse:
+def parse(raw: bytes | bytearray) -> CreateResponse:
     try:
         body = InputTokensRequest.model_validate_json(raw or b"{}")
     except ValidationError as exc:
@@ -47,7 +47,7 @@ def parse(raw: bytes) -> CreateResponse:
 
 async def count_input_tokens(request: Request) -> Response:
     state = request.app.state
-    req = parse(await read_body(request, state.settings.max_body_bytes))
+    req = await offload.run(parse, await read_body(request, state.settings.max_body_bytes))
     prepared = await prepare(state, req, owner(request))
     counter = getattr(prepared.upstream, "count_tokens", None)
     count = await counter(prepared.call) if counter is not None else None

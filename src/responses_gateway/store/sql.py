@@ -16,7 +16,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 
 import orjson
 
+from .. import offload
 from ..errors import APIError
 from .base import Page
 
@@ -165,6 +166,14 @@ def open_store(url: str | None, retention_days: float = 30.0, timeout: float = D
     return SQLStore(_SQLite(path), retention_days)
 
 
+def _item_rows(rid: str, owner: str, inputs: list[dict[str, Any]],
+               outputs: Iterable[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    rows = [(rid, INPUT, i, item.get("id", ""), owner, orjson.dumps(item).decode()) for i, item in enumerate(inputs)]
+    rows += [(rid, OUTPUT, i, item.get("id", ""), owner, orjson.dumps(item).decode())
+             for i, item in enumerate(outputs)]
+    return rows
+
+
 class SQLStore:
     def __init__(self, engine: _Engine, retention_days: float):
         self.engine = engine
@@ -185,10 +194,7 @@ class SQLStore:
     async def save(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str) -> None:
         created = int(response.get("created_at") or time.time())
         rid = response["id"]
-        rows = [(rid, INPUT, i, item.get("id", ""), owner, orjson.dumps(item).decode())
-                for i, item in enumerate(input_items)]
-        rows += [(rid, OUTPUT, i, item.get("id", ""), owner, orjson.dumps(item).decode())
-                 for i, item in enumerate(response.get("output") or ())]
+        rows = await offload.run(_item_rows, rid, owner, input_items, response.get("output") or ())
         await self.engine.write([
             # A background response's row exists since it was queued: the final state replaces it, unless
             # another replica already declared it failed (its lease had expired).

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from .. import generation as g
+from .. import offload
 from ..errors import UpstreamError, upstream_status_error
 from ..ids import new_id
 from .anthropic_messages import REDACTED, build_body, continued
@@ -65,7 +66,7 @@ class AnthropicUpstream(HTTPUpstream):
         return out
 
     async def open(self, call: Call) -> MessagesStream:
-        resp = await self.post(f"{self.api}/messages", build_body(call, self.route), call.request.model,
+        resp = await self.post(f"{self.api}/messages", await offload.run(build_body, call, self.route), call.request.model,
                                upstream_http_error)
         return MessagesStream(resp, call, self.route)
 

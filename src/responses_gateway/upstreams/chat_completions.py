@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from .. import generation as g
+from .. import offload
 from ..errors import UpstreamError
 from ..ids import new_id
 from ..protocol.tools import Tool
@@ -85,7 +86,7 @@ class ChatCompletionsUpstream(OpenAIShaped):
     path = "/chat/completions"
 
     async def open(self, call: Call) -> ChatStream:
-        resp = await self.post_call(call, build_body(call, self.route))
+        resp = await self.post_call(call, await offload.run(build_body, call, self.route))
         return ChatStream(resp, call, self.route)
 
     async def count_tokens(self, call: Call) -> int | None:

@@ -4,6 +4,7 @@ stream (failures before it become HTTP errors), and the stream object that relea
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from .. import offload
 from ..errors import UpstreamError
 from ..sse import SSEDecoder
 from .base import Batch, Call, FrameParser, Route
@@ -127,7 +129,7 @@ class HTTPUpstream:
         first_byte = _shortest(route.first_byte_timeout, route.total_timeout)
         try:
             async with asyncio.timeout(first_byte):
-                resp = await self.session.post(url, data=orjson.dumps(body), headers=self.headers)
+                resp = await self.session.post(url, data=await _encoded(body), headers=self.headers)
         except aiohttp.ConnectionTimeoutError:
             raise timed_out("connect", route.connect_timeout) from None
         except TimeoutError:
@@ -143,6 +145,34 @@ class HTTPUpstream:
                 resp.close()
             raise http_error(resp.status, raw, model)
         return resp
+
+
+async def _encoded(body: dict[str, Any]) -> bytes | io.BytesIO:
+    """The JSON body to send. A large one is encoded an element of its longest list at a time, in a worker
+    thread, into a file-like payload that aiohttp writes a chunk per loop turn: one `orjson.dumps` or one
+    write of tens of MB would each hold the GIL, and so the event loop, for tens of milliseconds."""
+    if offload.is_large():
+        return await offload.run(_encode_large, body)
+    return orjson.dumps(body)
+
+
+def _encode_large(body: dict[str, Any]) -> io.BytesIO:
+    lists = [key for key, value in body.items() if isinstance(value, list)]
+    longest = max(lists, key=lambda key: len(body[key]), default=None)
+    out = io.BytesIO()
+    if longest is None:
+        out.write(orjson.dumps(body))
+    else:  # the longest list last: its elements follow the rest, which ends with `"key":[]}`
+        rest = orjson.dumps({**{k: v for k, v in body.items() if k != longest}, longest: []})
+        out.write(rest[:-3])
+        out.write(b"[")
+        for i, element in enumerate(body[longest]):
+            if i:
+                out.write(b",")
+            out.write(orjson.dumps(element))
+        out.write(b"]}")
+    out.seek(0)
+    return out
 
 
 class BodyStream:

@@ -34,6 +34,7 @@ import aiohttp
 import orjson
 
 from .. import generation as g
+from .. import offload
 from ..client import TERMINAL, Accumulator, Event
 from ..errors import UpstreamError
 from ..ids import new_id
@@ -206,7 +207,7 @@ class ResponsesUpstream(OpenAIShaped):
     path = "/responses"
 
     async def open(self, call: Call) -> ResponsesStream:
-        resp = await self.post_call(call, build_body(call, self.route))
+        resp = await self.post_call(call, await offload.run(build_body, call, self.route))
         return ResponsesStream(resp, call, self.route, signature_tag(self.route))
 
 
