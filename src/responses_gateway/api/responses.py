@@ -4,47 +4,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from .. import offload
 from ..errors import APIError, invalid
-from ..protocol.bounds import Bounds, check_body
+from ..protocol.bounds import Bounds, InputLayout, check_body
 from ..protocol.request import CreateResponse, parse_request
 from ..respond import start
 from .errors import error_response
 from .streaming import EventStreamResponse
 
-# Bodies above this size are scanned and parsed in a worker thread, off the event loop.
-OFF_LOOP_BYTES = 256 * 1024
 
-
-T = TypeVar("T")
-
-
-async def off_loop(raw: bytes, fn: Callable[..., T], *args: Any) -> T:
-    """`fn(*args)` on the event loop for a small body, in a worker thread for a large one."""
-    if len(raw) > OFF_LOOP_BYTES:
-        return await asyncio.to_thread(fn, *args)
-    return fn(*args)
-
-
-async def read_body(request: Request, limit: int) -> bytes:
+async def read_body(request: Request, limit: int) -> bytes | bytearray:
     """The whole body, refused with a 413 above `limit` bytes and a 400 when it costs too much to parse."""
-    raw = await _read(request, limit)
-    settings = request.app.state.settings
-    await off_loop(raw, check_body, raw, Bounds(settings.max_json_depth, settings.max_json_containers))
+    raw, _ = await _read_checked(request, limit)
     return raw
 
 
 async def read_request(request: Request) -> CreateResponse:
-    """The validated body of POST /v1/responses, parsed off the event loop when large."""
+    """The validated body of POST /v1/responses; a large one is parsed in a worker thread, its input items
+    one by one (so no single step holds the GIL for long)."""
     settings = request.app.state.settings
-    raw = await read_body(request, settings.max_body_bytes)
-    req = await off_loop(raw, parse_request, raw)
+    raw, layout = await _read_checked(request, settings.max_body_bytes)
+    large = len(raw) > offload.LARGE_BYTES
+    req = await offload.sized(len(raw), parse_request, raw, layout if large else None)
     if isinstance(req.input, list) and len(req.input) > settings.max_input_items:
         raise invalid(f"Invalid 'input': array too long. Expected an array with maximum length "
                       f"{settings.max_input_items}, but got an array with length {len(req.input)} instead.",
@@ -52,19 +40,28 @@ async def read_request(request: Request) -> CreateResponse:
     return req
 
 
-async def _read(request: Request, limit: int) -> bytes:
+async def _read_checked(request: Request, limit: int) -> tuple[bytes | bytearray, InputLayout | None]:
+    raw = await _read(request, limit)
+    offload.mark(len(raw))  # what this request's items cost is paid in a worker thread too (offload.py)
+    settings = request.app.state.settings
+    layout = await offload.sized(len(raw), check_body, raw, Bounds(settings.max_json_depth,
+                                                                   settings.max_json_containers))
+    return raw, layout
+
+
+async def _read(request: Request, limit: int) -> bytes | bytearray:
     too_large = APIError(413, f"Request body too large: the limit is {limit} bytes.", code="request_too_large")
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > limit:
         raise too_large
-    chunks = []
-    size = 0
+    # Appended chunk by chunk as it arrives: one join of tens of MB at the end would be a single step of
+    # tens of milliseconds on the event loop (most of it page faults on the fresh memory).
+    body = bytearray()
     async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
+        if len(body) + len(chunk) > limit:
             raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
+        body += chunk
+    return body
 
 
 def owner(request: Request) -> str:

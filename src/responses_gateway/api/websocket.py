@@ -20,15 +20,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .. import metrics
+from .. import metrics, offload
 from ..errors import SERVER_ERROR, APIError
-from ..protocol.bounds import Bounds, check_body
-from ..protocol.request import parse_request
+from ..protocol.bounds import Bounds, check_body, loads
+from ..protocol.request import request_from
 from ..respond import start
 from .errors import error_response
 from .ws_cache import LastResponse
@@ -77,7 +78,15 @@ class _Limit:
 
 LIMIT = _Limit()
 
-Job = dict[str, Any] | APIError | _Limit  # a response.create frame, an error to answer, or the end
+@dataclass
+class _Create:
+    """A response.create frame, and its size: a large one is worked on off the event loop (offload.py)."""
+
+    frame: dict[str, Any]
+    size: int
+
+
+Job = _Create | APIError | _Limit  # a response.create frame, an error to answer, or the end
 
 
 class Connection:
@@ -111,11 +120,11 @@ class Connection:
             data = message.get("text")
             if data is None:
                 data = message.get("bytes") or b""
-            job = self.parse(data)
-            MESSAGES["response.processed" if job is None else "response.create" if isinstance(job, dict)
+            parsed = await offload.sized(len(data), self.parse, data)
+            MESSAGES["response.processed" if parsed is None else "response.create" if isinstance(parsed, dict)
                      else "invalid"].inc()
-            if job is not None:
-                self.queue.put_nowait(job)
+            if parsed is not None:
+                self.queue.put_nowait(_Create(parsed, len(data)) if isinstance(parsed, dict) else parsed)
 
     def parse(self, data: str | bytes) -> dict[str, Any] | APIError | None:
         """A response.create frame, the error to answer instead, or None for a frame that needs no answer."""
@@ -124,8 +133,8 @@ class Connection:
             return APIError(413, f"Message too large: the limit is {limit} bytes.", code="request_too_large")
         try:
             raw = data.encode() if isinstance(data, str) else data
-            check_body(raw, Bounds(self.settings.max_json_depth, self.settings.max_json_containers))
-            frame = orjson.loads(raw)
+            layout = check_body(raw, Bounds(self.settings.max_json_depth, self.settings.max_json_containers))
+            frame = loads(raw, layout if len(raw) > offload.LARGE_BYTES else None)
         except APIError as exc:  # too deep, too many objects, an integer wider than 64 bits
             return exc
         except orjson.JSONDecodeError as exc:
@@ -150,7 +159,8 @@ class Connection:
                 if isinstance(job, APIError):
                     await self.send(error_frame(job))
                 else:
-                    await self.respond(job)
+                    offload.mark(job.size)
+                    await self.respond(job.frame)
         except (OSError, WebSocketDisconnect):  # a send to a closed connection (Starlette turns the server's
             pass  # OSError into WebSocketDisconnect); the reader sees the disconnect and ends the connection
 
@@ -165,7 +175,7 @@ class Connection:
                 raise APIError(400, "Invalid type for 'generate': expected a boolean.", param="generate",
                                code="invalid_type")
             body = {k: v for k, v in frame.items() if k not in ENVELOPE}
-            req = parse_request(orjson.dumps(body))
+            req = await offload.run(request_from, body)
 
             async def then(final: dict[str, Any]) -> None:  # after the store, before the terminal event goes out
                 last.remember(started.composer.stored(), started.history)
@@ -197,6 +207,6 @@ class Connection:
                          "connection to continue.", code=LIMIT_REACHED)
         await self.send(error_frame(error))
         while not self.queue.empty():
-            if isinstance(self.queue.get_nowait(), dict):
+            if isinstance(self.queue.get_nowait(), _Create):
                 await self.send(error_frame(error))
         await self.websocket.close(code=1000)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from ..errors import invalid
 
@@ -30,13 +32,35 @@ class Bounds:
     max_containers: int = 200_000
 
 
-def check_body(raw: bytes, bounds: Bounds) -> None:
-    """Raise a 400 `APIError` if the body nests too deep, holds too many objects/arrays, or a too-wide integer."""
+@dataclass
+class InputLayout:
+    """Where the body's top-level `input` array and each of its elements lie in the raw bytes: a large body
+    is then parsed piece by piece (`protocol.request.parse_request`), never in one long call that would hold
+    the GIL (and so the event loop) for the whole body."""
+
+    start: int = -1  # the array's `[`
+    end: int = -1  # just after its `]`
+    items: list[tuple[int, int]] = field(default_factory=list)  # (start, end) of each object, array or string
+
+
+def check_body(raw: bytes | bytearray, bounds: Bounds) -> InputLayout | None:
+    """Raise a 400 `APIError` if the body nests too deep, holds too many objects/arrays, or a too-wide integer.
+    Returns where the `input` array's elements are (None when there is no such array or it is ambiguous)."""
     depth = containers = 0
     wide = False
+    key = b""  # the last string at depth 1: the key of the value that follows it (in valid JSON)
+    layout = InputLayout()
+    inside = ambiguous = False  # in the input array; seen twice (or an element that is not delimited)
+    element = -1
     for match in _TOKEN.finditer(raw):
-        first = raw[match.start()]
+        start = match.start()
+        first = raw[start]
         if first in b"[{":
+            if depth == 1 and key == b'"input"' and first == 0x5B:  # '['
+                ambiguous = ambiguous or layout.start >= 0
+                layout.start, inside = start, True
+            elif depth == 2 and inside:
+                element = start
             depth += 1
             containers += 1
             if depth > bounds.max_depth:
@@ -47,14 +71,53 @@ def check_body(raw: bytes, bounds: Bounds) -> None:
                               f"{bounds.max_containers} are accepted.", None, "request_too_complex")
         elif first in b"]}":
             depth -= 1
-        elif first != 0x22:  # '"'
+            if inside and depth <= 2:
+                if depth == 2:
+                    layout.items.append((element, match.end()))
+                else:
+                    layout.end, inside = match.end(), False
+        elif first == 0x22:  # '"'
+            if depth == 1:
+                key = match.group()
+            elif depth == 2 and inside:
+                layout.items.append((start, match.end()))
+        else:
             value = int(match.group())
             wide = wide or not INT_MIN <= value <= INT_MAX
     if wide:
         _refuse_wide(raw)
+    return layout if layout.end > 0 and not ambiguous else None
 
 
-def _refuse_wide(raw: bytes) -> None:
+def input_items(raw: bytes | bytearray, layout: InputLayout) -> list[Any] | None:
+    """The input array's elements, each parsed on its own; None when they are not plainly comma-separated
+    (a bare number or literal, a missing or extra comma, an element orjson refuses): parse the whole body then,
+    and let that parse say what is wrong."""
+    previous = layout.start + 1
+    for i, (first, last) in enumerate(layout.items):
+        if raw[previous:first].strip() != (b"," if i else b""):
+            return None
+        previous = last
+    if raw[previous:layout.end - 1].strip():
+        return None
+    view = memoryview(raw)
+    try:
+        return [orjson.loads(view[first:last]) for first, last in layout.items]
+    except orjson.JSONDecodeError:
+        return None
+
+
+def loads(raw: bytes | bytearray, layout: InputLayout | None) -> Any:
+    """`orjson.loads(raw)`, the input array's elements parsed one by one when `layout` says where they are."""
+    items = input_items(raw, layout) if layout is not None else None
+    if items is None:
+        return orjson.loads(raw)
+    body = orjson.loads(raw[:layout.start] + b"[]" + raw[layout.end:])  # type: ignore[union-attr]
+    body["input"] = items
+    return body
+
+
+def _refuse_wide(raw: bytes | bytearray) -> None:
     try:
         body = json.loads(raw)
     except ValueError:

@@ -28,7 +28,7 @@ class AddItems(_Model):
     items: list[dict[str, Any]]
 
 
-def _parse(model: type[M], raw: bytes) -> M:
+def _parse(model: type[M], raw: bytes | bytearray) -> M:
     try:
         return model.model_validate_json(raw or b"{}")
     except ValidationError as exc:
@@ -44,17 +44,17 @@ def _items(items: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     return [normalize_item(item, f"items[{i}]") for i, item in enumerate(items)]
 
 
-def parse_create(raw: bytes) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def parse_create(raw: bytes | bytearray) -> tuple[list[dict[str, Any]], dict[str, str]]:
     body = _parse(CreateConversation, raw)
     check_metadata(body.metadata)
     return _items(body.items), body.metadata or {}
 
 
-def parse_update(raw: bytes) -> dict[str, str]:
+def parse_update(raw: bytes | bytearray) -> dict[str, str]:
     body = _parse(UpdateConversation, raw)
     check_metadata(body.metadata)
     return body.metadata
 
 
-def parse_items(raw: bytes) -> list[dict[str, Any]]:
+def parse_items(raw: bytes | bytearray) -> list[dict[str, Any]]:
     return _items(_parse(AddItems, raw).items)

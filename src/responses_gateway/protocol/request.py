@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from ..errors import APIError, invalid, unsupported
+from .bounds import InputLayout, input_items
 
 
 class _Model(BaseModel):
@@ -116,8 +118,40 @@ INCLUDE_VALUES = (
 )
 
 
-def parse_request(raw: bytes) -> CreateResponse:
-    req = _parse(CreateResponse, raw)
+def parse_request(raw: bytes | bytearray, layout: InputLayout | None = None) -> CreateResponse:
+    """`layout` (from `bounds.check_body`): parse the input array's elements one by one (for a large body)."""
+    req = _in_pieces(raw, layout) if layout is not None else None
+    if req is None:
+        req = _parse(CreateResponse, raw)
+    _check_semantics(req)
+    return req
+
+
+def _in_pieces(raw: bytes | bytearray, layout: InputLayout) -> CreateResponse | None:
+    """The body parsed as the rest of it plus each input element on its own, with the same result and the same
+    first error as one parse of the whole; None to parse the whole instead."""
+    items = input_items(raw, layout)
+    if items is None:
+        return None
+    head, tail = raw[:layout.start], raw[layout.end:]
+    wrong = next((item for item in items if not isinstance(item, dict)), None)
+    if wrong is not None:  # the whole body's first error, found on a body holding only this element
+        _parse(CreateResponse, head + b"[" + orjson.dumps(wrong) + b"]" + tail)
+        return None
+    req = _parse(CreateResponse, head + b"[]" + tail)
+    req.input = items
+    return req
+
+
+def request_from(fields: dict[str, Any]) -> CreateResponse:
+    """A request from fields already parsed (a WebSocket frame's), validated as `parse_request` validates a
+    body; a long input of objects is not encoded and parsed again."""
+    items = fields.get("input")
+    if isinstance(items, list) and len(items) > 100 and all(isinstance(item, dict) for item in items):
+        req = _parse(CreateResponse, orjson.dumps({**fields, "input": []}))
+        req.input = items
+    else:
+        req = _parse(CreateResponse, orjson.dumps(fields))
     _check_semantics(req)
     return req
 
@@ -146,11 +180,11 @@ def check_metadata(metadata: dict[str, str] | None) -> None:
             raise invalid(f"Invalid 'metadata.{key}': string longer than 512 characters.", f"metadata.{key}")
 
 
-def parse_compact(raw: bytes) -> CompactRequest:
+def parse_compact(raw: bytes | bytearray) -> CompactRequest:
     return _parse(CompactRequest, raw)
 
 
-def _parse(model: type[M], raw: bytes) -> M:
+def _parse(model: type[M], raw: bytes | bytearray) -> M:
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:
