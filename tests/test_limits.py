@@ -1,8 +1,14 @@
 """Bounded request cost: nesting, object count, input length and integer width are refused with 400s, and a
 large body is scanned and parsed off the event loop so other requests keep being answered meanwhile."""
 
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import orjson
@@ -105,3 +111,84 @@ def test_a_30_mb_body_does_not_stall_health(kind):
     else:  # parsed, validated, and sent on: the upstream is what failed
         assert resp.status_code == 502 and resp.json()["error"]["code"] == "upstream_unreachable", resp.text
     assert latencies and max(latencies) < 1.0, latencies  # a generous bound; bench/ measures properly
+
+
+@pytest.fixture
+def model_server():
+    """The benchmark's fake model server, in its own process: parsing the 30 MB it is sent must not count
+    against the gateway."""
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-m", "bench.fake_upstream", "--port", "0", "--tokens", "5"], cwd=root,
+                            env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE)
+    try:
+        line = proc.stdout.readline().decode()
+        assert "listening on" in line, line
+        yield line.split()[-2]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+
+
+@contextlib.contextmanager
+def cpu_per_callback(thread_id: int, but: str = "\0"):
+    """The CPU time of each callback the asyncio loop on `thread_id` runs (a task's step is one): CPU, not
+    wall time, so a busy machine does not make a short callback look long. Callbacks named `but` are left
+    out."""
+    spent: list[tuple[float, str]] = []
+    run = asyncio.events.Handle._run
+
+    def timed(handle):
+        before = repr(handle)[:300]
+        if threading.get_ident() != thread_id or but in before:
+            return run(handle)
+        began = time.thread_time()
+        try:
+            return run(handle)
+        finally:
+            took = time.thread_time() - began
+            spent.append((took, before if took > 0.01 else ""))
+
+    asyncio.events.Handle._run = timed
+    try:
+        yield spent
+    finally:
+        asyncio.events.Handle._run = run
+
+
+def test_no_step_of_a_30_mb_request_holds_the_event_loop(model_server, tmp_path):
+    """15,000 items of 2 kB, streamed, stored: read, scanned, parsed, normalized, numbered, converted, sent
+    upstream and stored without any one callback on the event loop taking more than 40 ms of CPU (before,
+    normalizing, numbering and converting the items ran in single steps of a few hundred ms)."""
+    items = [{"role": "user", "content": "y" * 2000 + str(i)} for i in range(15_000)]
+    raw = orjson.dumps({"model": "m", "input": items, "stream": True})
+    assert len(raw) > 30_000_000
+    settings = Settings(upstream_url=model_server, db=f"sqlite:///{tmp_path}/gw.db")
+    with GatewayServer(settings, loop="asyncio") as gateway, httpx.Client(base_url=gateway.url, timeout=120) as c:
+        with cpu_per_callback(gateway.thread.ident) as spent:
+            resp = c.post("/v1/responses", content=raw, headers={"content-type": "application/json"})
+        assert resp.status_code == 200 and '"response.completed"' in resp.text, resp.text[-500:]
+        rid = orjson.loads(resp.text.split("data: ", 2)[1].split("\n")[0])["response"]["id"]
+        listed = c.get(f"/v1/responses/{rid}/input_items", params={"limit": 1, "order": "asc"}).json()
+        assert listed["data"][0]["content"][0]["text"] == "y" * 2000 + "0"
+    assert spent and max(spent)[0] < 0.040, sorted(spent)[-5:]
+
+
+def test_no_step_of_a_20_mb_websocket_frame_holds_the_event_loop(model_server, tmp_path):
+    """The same for a response.create frame: scanned and parsed (its input element by element) in a worker
+    thread, validated without encoding it again. Left out: the socket read that completes the frame, where
+    the WebSocket library unmasks and joins all 20 MB in one step (about 3 ms a MB, docs/limits.md)."""
+    from websockets.sync.client import connect
+
+    items = [{"role": "user", "content": "y" * 2000 + str(i)} for i in range(10_000)]
+    frame = orjson.dumps({"type": "response.create", "model": "m", "input": items})
+    settings = Settings(upstream_url=model_server, db=f"sqlite:///{tmp_path}/gw.db")
+    with GatewayServer(settings, loop="asyncio") as gateway, \
+            connect(gateway.url.replace("http://", "ws://") + "/v1/responses", max_size=None) as ws:
+        with cpu_per_callback(gateway.thread.ident, but="_SelectorSocketTransport._read_ready") as spent:
+            ws.send(frame)
+            events = []
+            while not events or events[-1]["type"] not in ("response.completed", "response.failed", "error"):
+                events.append(orjson.loads(ws.recv(timeout=60)))
+        assert events[-1]["type"] == "response.completed", events[-1]
+    assert spent and max(spent)[0] < 0.040, sorted(spent)[-5:]
