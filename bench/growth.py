@@ -11,7 +11,10 @@ text delta and to the end, next to a baseline request of the same shape without 
   * tools    — `--tools` function tools offered;
   * mcp list — an MCP server whose `--mcp-tools`-item tool list is already in the input (an
                `mcp_list_tools` item, as a chained turn has it): the gateway offers every listed tool to
-               the model without contacting the server.
+               the model without contacting the server;
+  * big body — one stored, streamed request of `--big-body-mb` MB (input items of 2 kB) while `/health` is
+               probed every 5 ms: how long the gateway's event loop is kept from answering anyone else
+               (the probes' latency, against probes with nothing else running).
 
 The fake upstream answers with a few tokens and no delay, so what grows is the gateway's own work: reading
 and validating the request, resolving history, building the upstream request, and the upstream reading it.
@@ -19,6 +22,7 @@ and validating the request, resolving history, building the upstream request, an
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -138,7 +142,46 @@ async def run_growth(opts, gw_url: str, gw_pid: int, up_pid: int, db_path: Path 
     if opts.mcp_tools > 0:
         rows.append(await case(f"MCP list of {opts.mcp_tools}", _mcp_body(opts.mcp_tools),
                                f"an MCP server with {opts.mcp_tools} listed tools (list already in the input)"))
+    if opts.big_body_mb > 0:
+        out["big_body"] = await big_body_probe(gw_url, opts.big_body_mb)
+        b = out["big_body"]
+        say(f"  growth: /health while a {b['mb']:.1f} MB body is handled ({b['status']} in {b['request_s']:.2f} s): "
+            f"p50 {b['p50_ms']:.1f} / p99 {b['p99_ms']:.1f} / max {b['max_ms']:.1f} ms over {b['probes']} probes; "
+            f"alone max {b['alone_max_ms']:.1f} ms")
     return out
+
+
+async def big_body_probe(gw_url: str, mb: int) -> dict:
+    """/health probed every 5 ms, first alone, then while one `mb` MB body is sent, stored and answered."""
+    n = mb * 1_000_000 // 2030
+    items = [{"role": "user", "content": "y" * 2000 + f"{i:08d}"} for i in range(n)]
+    raw = orjson.dumps({"model": "bench-model", "input": items, "stream": True, "store": True})
+    del items
+    async with aiohttp.ClientSession() as session:
+        async def probes(until: asyncio.Event | None, count: int = 0) -> list[float]:
+            out = []
+            while (until is not None and not until.is_set()) or len(out) < count:
+                t0 = time.perf_counter()
+                async with session.get(gw_url + "/health") as resp:
+                    await resp.read()
+                out.append(time.perf_counter() - t0)
+                await asyncio.sleep(0.005)
+            return out
+
+        alone = await probes(None, 200)
+        done = asyncio.Event()
+        prober = asyncio.create_task(probes(done))
+        t0 = time.perf_counter()
+        async with session.post(gw_url + load.GATEWAY_PATH, data=raw,
+                                headers={"content-type": "application/json"}) as resp:
+            status = resp.status
+            await resp.read()
+        request_s = time.perf_counter() - t0
+        done.set()
+        during = await prober
+    return {"mb": len(raw) / 1e6, "items": n, "status": status, "request_s": request_s, "probes": len(during),
+            "p50_ms": load.percentile(during, 50) * 1000, "p99_ms": load.percentile(during, 99) * 1000,
+            "max_ms": max(during) * 1000, "alone_max_ms": max(alone) * 1000}
 
 
 def markdown(g: dict) -> str:
@@ -158,4 +201,10 @@ def markdown(g: dict) -> str:
         lines += ["", f"Chain resolution in the store (SQLite, timed in the harness's process): depth {c['depth']}, "
                   f"{c['items']} items, {c['statements']} SQL statement(s), p50 {c['p50_ms']:.2f} ms, "
                   f"p99 {c['p99_ms']:.2f} ms."]
+    if "big_body" in g:
+        b = g["big_body"]
+        lines += ["", f"`/health` probed every 5 ms while one {b['mb']:.1f} MB body ({b['items']} input items, "
+                  f"streamed, stored) was handled (HTTP {b['status']} in {b['request_s']:.2f} s): p50 "
+                  f"{b['p50_ms']:.1f} ms, p99 {b['p99_ms']:.1f} ms, max {b['max_ms']:.1f} ms over {b['probes']} "
+                  f"probes; alone, max {b['alone_max_ms']:.1f} ms."]
     return "\n".join(lines)

@@ -54,11 +54,11 @@ CLEAN_OTHER_PCT = 30.0  # a run is "clean" when less than this (% of a core) wen
 QUICK = dict(requests=16, concurrency="1,4", tokens=64, ttft_requests=8, ttft_tokens=4, duration=10.0, repeat=1,
              wait_quiet=0.0, paced_concurrency="4,8", paced_tokens=8, paced_delay_ms=5.0, paced_rounds=2,
              open_duration=1.0, burst=8, burst_repeat=1, growth_requests=4, chain_depth=5, big_input_kib=16,
-             tools=20, mcp_tools=10)
+             tools=20, mcp_tools=10, big_body_mb=2)
 FULL = dict(requests=1000, concurrency="1,16,64", tokens=256, ttft_requests=200, ttft_tokens=16, duration=30.0,
             repeat=3, wait_quiet=30.0, paced_concurrency="64,256", paced_tokens=100, paced_delay_ms=20.0,
             paced_rounds=3, open_duration=10.0, burst=256, burst_repeat=3, growth_requests=20, chain_depth=200,
-            big_input_kib=1024, tools=500, mcp_tools=100)
+            big_input_kib=1024, tools=500, mcp_tools=100, big_body_mb=30)
 
 
 # -- processes ---------------------------------------------------------------------------------------------
@@ -454,6 +454,11 @@ def targets(all_cases: list[dict], opts, growth: dict | None = None, idle_rss: f
     add(f"chain depth {opts.chain_depth} resolves (store history, p50)", chain["p50_ms"] if chain else None, 5.0, "ms",
         detail=f"{chain['items']} items in {chain['statements']} SQL statement(s); p99 {chain['p99_ms']:.2f} ms"
         if chain else "")
+    big = (growth or {}).get("big_body")
+    add(f"/health while a {big['mb']:.0f} MB body is handled (max)" if big else "/health while a large body is "
+        "handled (max)", big["max_ms"] if big else None, 50.0, "ms",
+        detail=f"p50 {big['p50_ms']:.1f}, p99 {big['p99_ms']:.1f} ms over {big['probes']} probes; alone max "
+        f"{big['alone_max_ms']:.1f} ms" if big else "")
     return out
 
 
@@ -744,6 +749,8 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--big-input-kib", type=int, help=f"size of the large input [{FULL['big_input_kib']}]")
     p.add_argument("--tools", type=int, help=f"function tools in the many-tools case [{FULL['tools']}]")
     p.add_argument("--mcp-tools", type=int, help=f"tools in the listed MCP tool list [{FULL['mcp_tools']}]")
+    p.add_argument("--big-body-mb", type=int, help="size of the body sent while /health is probed, 0 skips it "
+                                                   f"[{FULL['big_body_mb']}]")
     p.add_argument("--duration", type=float, help=f"no new request after this many s in a case [{FULL['duration']:g}]")
     p.add_argument("--repeat", type=int, help=f"runs of each throughput case, interleaved; the median run is "
                                               f"reported [{FULL['repeat']}]")

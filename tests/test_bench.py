@@ -25,7 +25,7 @@ def test_bench_runs_end_to_end(tmp_path):
         [sys.executable, "-m", "bench.run", "--quick", "--requests", "8", "--concurrency", "1,2",
          "--ttft-requests", "3", "--paced-concurrency", "2,3", "--paced-tokens", "4", "--paced-rounds", "1",
          "--open-duration", "0.5", "--burst", "4", "--growth-requests", "2", "--chain-depth", "3",
-         "--big-input-kib", "8", "--tools", "5", "--mcp-tools", "3", "--results-dir", str(tmp_path)],
+         "--big-input-kib", "8", "--tools", "5", "--mcp-tools", "3", "--big-body-mb", "1", "--results-dir", str(tmp_path)],
         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
@@ -65,6 +65,8 @@ def test_bench_runs_end_to_end(tmp_path):
     assert all(r["ok"] == r["requests"] == 2 for r in growth["rows"]), growth
     # the chain resolves in one SQL statement, visibility check included, whatever its depth
     assert growth["chain"]["items"] == 2 * 3 and growth["chain"]["statements"] == 1, growth["chain"]
+    big = growth["big_body"]
+    assert big["status"] == 200 and big["mb"] > 1 and big["probes"] > 0 and big["max_ms"] > 0, big
     assert [t["result"] for t in report["targets"]] and all(
         t["result"] in ("PASS", "MISS") for t in report["targets"]), report["targets"]
     md = mds[0].read_text()
