@@ -187,3 +187,22 @@ def _limiter_errors(gw: GatewayServer) -> dict[str, float]:
             op = line.split('op="', 1)[1].split('"', 1)[0]
             counts[op] = float(line.split()[-1])
     return counts
+
+
+def test_workers_without_a_database_share_a_keys_limit(upstream, redis_url):
+    """`serve --workers 2 --db none`: no database keeps an owner secret for the workers to share, so `serve`
+    gives them one; before, each worker made its own, one key was two owners and got twice its rate."""
+    from tests.test_cli import serve, stop
+
+    upstream.default = Stream(text_stream(["ok"]))
+    key = f"key-{uuid.uuid4().hex}"
+    proc, url = serve("--workers", "2", "--db", "none", "--redis", redis_url, "--api-keys", key,
+                      "--key-requests-per-minute", "3", "--log-level", "warning",
+                      env={"RG_UPSTREAM_URL": upstream.base_url})
+    try:
+        statuses = [httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}, timeout=30,
+                               headers={"authorization": f"Bearer {key}", "connection": "close"}).status_code
+                    for _ in range(12)]  # a new connection each: the kernel spreads them over both workers
+    finally:
+        stop(proc)
+    assert statuses.count(200) == 3 and statuses.count(429) == 9, statuses

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -233,6 +234,10 @@ def serve(settings: Settings) -> None:
         sys.exit("responses-gateway: tracing needs the otel extra: pip install 'responses-gateway[otel]'")
     if settings.workers > 1:
         # Each worker builds its own app from the environment (and sets its own tracing up).
+        if settings.owner_secret is None and settings.db == "none":
+            # No database to keep a shared one: one secret for this serve's workers, so an API key is the same
+            # owner in each of them (per-key limits in Redis count it once).
+            settings = replace(settings, owner_secret=secrets.token_urlsafe(32))
         for name, var in ENV.items():
             value = getattr(settings, name)
             if value is not None:
