@@ -175,6 +175,14 @@ def _encode_large(body: dict[str, Any]) -> io.BytesIO:
     return out
 
 
+class _Expired(Exception):
+    """Raised into a waiting read of the body when a deadline runs out: `which` one."""
+
+    def __init__(self, which: str):
+        super().__init__(which)
+        self.which = which
+
+
 class BodyStream:
     """An upstream response body as batches of generation events, one batch per network read.
 
@@ -190,6 +198,9 @@ class BodyStream:
         total = route.total_timeout if route is not None else None
         self.total = total
         self.deadline = asyncio.get_running_loop().time() + total if total else None
+        self._since: float | None = None  # when the read waiting now began (loop time); None between reads
+        self._watch: asyncio.TimerHandle | None = None
+        self._armed = 0.0  # the loop time the watch is set for
 
     def _limit(self) -> tuple[float | None, str]:
         """The time the next read may take, and which deadline that is."""
@@ -202,16 +213,50 @@ class BodyStream:
         """The body as it arrives, within the route's idle deadline (the longest silence between two reads)
         and total deadline (the whole stream)."""
         content = self.resp.content
-        while True:
-            limit, which = self._limit()
-            try:
-                async with asyncio.timeout(limit):
+        loop = asyncio.get_running_loop()
+        self._watch_from(loop.time())
+        try:
+            while True:
+                self._since = loop.time()
+                try:
                     data = await content.readany()
-            except TimeoutError:
-                raise timed_out(which, self.idle if which == "idle" else self.total) from None
-            if not data:
-                return
-            yield data
+                except _Expired as exc:
+                    raise timed_out(exc.which, self.idle if exc.which == "idle" else self.total) from None
+                self._since = None
+                if not data:
+                    return
+                yield data
+        finally:
+            if self._watch is not None:
+                self._watch.cancel()
+                self._watch = None
+
+    # The deadlines are kept by one timer per stream, not one per read (a per-read `asyncio.timeout` was a
+    # quarter of a paced token's instructions: on uvloop each timer is a libuv handle). It is set for the
+    # earliest time a deadline could run out and, when it fires, either ends the read waiting then (the
+    # body's reader raises `_Expired`) or sets itself for the next such time. The idle deadline counts only
+    # while a read waits, as before; the total deadline ends the stream whether a read waits or not.
+
+    def _watch_from(self, now: float) -> None:
+        idle, deadline = self.idle, self.deadline
+        due = now + idle if idle is not None else deadline
+        if deadline is not None and due is not None and deadline < due:
+            due = deadline
+        if due is None:
+            return
+        self._armed = due
+        self._watch = asyncio.get_running_loop().call_at(due, self._check)
+
+    def _check(self) -> None:
+        self._watch = None
+        armed, since, idle, deadline = self._armed, self._since, self.idle, self.deadline
+        idle_due = since + idle if since is not None and idle is not None else None
+        if idle_due is not None and idle_due <= armed and (deadline is None or idle_due < deadline):
+            self.resp.content.set_exception(_Expired("idle"))
+        elif deadline is not None and deadline <= armed:
+            self.resp.content.set_exception(_Expired("total"))  # reading or not: the stream is over
+        else:
+            self._watch_from(since if since is not None else asyncio.get_running_loop().time())
 
     def __aiter__(self) -> AsyncGenerator[Batch, None]:
         return self._gen
