@@ -11,6 +11,8 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
+import orjson
+
 from .. import generation as g
 from .. import offload
 from ..errors import UpstreamError
@@ -138,7 +140,13 @@ class ChunkParser:
                     self.done = True
                     self._end_calls(batch)
                     break
-                self.chunk(json_object(data, "a chunk"), batch)
+                try:
+                    obj = orjson.loads(data)
+                except orjson.JSONDecodeError:
+                    obj = None
+                if type(obj) is not dict:
+                    obj = json_object(data, "a chunk")  # raises, naming what was wrong
+                self.chunk(obj, batch)
         except UpstreamError as exc:
             self.error = exc
         return batch
@@ -154,6 +162,12 @@ class ChunkParser:
         if choices:
             choice = choices[0]
             delta = choice.get("delta")
+            if delta and len(delta) == 1 and not self.want_logprobs:
+                content = delta.get("content")
+                if content and type(content) is str:  # most chunks: one token of text and nothing else
+                    self.produced += len(content)
+                    batch.append(g.TextDelta(content))
+                    delta = None
             if delta:
                 reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                 if reasoning:
