@@ -104,8 +104,18 @@ class Composer:
         for ev in events:
             kind = type(ev)
             if kind is g.TextDelta:
-                if ev.text:
-                    self._text(out, "output_text", ev.text, ev.logprobs)
+                text = ev.text
+                item = self.text_item
+                if item is not None and item.part == "output_text" and text and not ev.logprobs:
+                    # most tokens: more text for the open output_text part (what _text does, inline)
+                    item.buf.append(text)
+                    seq = self.seq
+                    self.seq = seq + 1
+                    out.append({"type": "response.output_text.delta", "sequence_number": seq, "item_id": item.id,
+                                "output_index": item.index, "content_index": len(item.item["content"]),
+                                "delta": text, "logprobs": []})
+                elif text:
+                    self._text(out, "output_text", text, ev.logprobs)
             elif kind is g.ReasoningDelta:
                 self._reasoning(out, ev)
             elif kind is g.ToolCallDelta:
