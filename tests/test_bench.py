@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +121,13 @@ def test_fake_upstream_speaks_chat_completions(fake_upstream):
     short = httpx.post(f"{fake_upstream}/chat/completions", json={**body, "stream": False, "max_tokens": 2},
                        timeout=10).json()
     assert short["object"] == "chat.completion" and short["choices"][0]["finish_reason"] == "length"
+
+
+@pytest.mark.skipif(not shutil.which("callgrind_control"), reason="needs valgrind")
+def test_instruction_counts_run_end_to_end():
+    out = subprocess.run([sys.executable, "-m", "bench.instructions", "--cases", "one_token", "--scale", "0.05",
+                          "--gateway-src", str(ROOT / "src")],
+                         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    line = out.stdout.strip().splitlines()[-1]
+    assert line.startswith("one_token") and float(line.split()[1]) > 0.1, out.stdout  # M instructions/response
