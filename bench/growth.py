@@ -23,6 +23,7 @@ and validating the request, resolving history, building the upstream request, an
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from pathlib import Path
 
@@ -151,37 +152,52 @@ async def run_growth(opts, gw_url: str, gw_pid: int, up_pid: int, db_path: Path 
     return out
 
 
-async def big_body_probe(gw_url: str, mb: int) -> dict:
-    """/health probed every 5 ms, first alone, then while one `mb` MB body is sent, stored and answered."""
-    n = mb * 1_000_000 // 2030
-    items = [{"role": "user", "content": "y" * 2000 + f"{i:08d}"} for i in range(n)]
-    raw = orjson.dumps({"model": "bench-model", "input": items, "stream": True, "store": True})
-    del items
-    async with aiohttp.ClientSession() as session:
-        async def probes(until: asyncio.Event | None, count: int = 0) -> list[float]:
-            out = []
-            while (until is not None and not until.is_set()) or len(out) < count:
-                t0 = time.perf_counter()
-                async with session.get(gw_url + "/health") as resp:
-                    await resp.read()
-                out.append(time.perf_counter() - t0)
-                await asyncio.sleep(0.005)
-            return out
+# The sender of the big body, in a process of its own: encoding and writing 30 MB in the harness's process
+# would stall its event loop, and the probes' latency would measure that instead of the gateway.
+_SENDER = """
+import sys, time, orjson, httpx
+url, n = sys.argv[1], int(sys.argv[2])
+items = [{"role": "user", "content": "y" * 2000 + f"{i:08d}"} for i in range(n)]
+raw = orjson.dumps({"model": "bench-model", "input": items, "stream": True, "store": True})
+del items
+print(len(raw), flush=True)
+sys.stdin.readline()
+t0 = time.perf_counter()
+resp = httpx.post(url, content=raw, headers={"content-type": "application/json"}, timeout=300)
+print(resp.status_code, time.perf_counter() - t0, flush=True)
+"""
 
-        alone = await probes(None, 200)
-        done = asyncio.Event()
-        prober = asyncio.create_task(probes(done))
-        t0 = time.perf_counter()
-        async with session.post(gw_url + load.GATEWAY_PATH, data=raw,
-                                headers={"content-type": "application/json"}) as resp:
-            status = resp.status
-            await resp.read()
-        request_s = time.perf_counter() - t0
-        done.set()
-        during = await prober
-    return {"mb": len(raw) / 1e6, "items": n, "status": status, "request_s": request_s, "probes": len(during),
-            "p50_ms": load.percentile(during, 50) * 1000, "p99_ms": load.percentile(during, 99) * 1000,
-            "max_ms": max(during) * 1000, "alone_max_ms": max(alone) * 1000}
+
+async def big_body_probe(gw_url: str, mb: int) -> dict:
+    """/health probed every 5 ms, first alone, then while one `mb` MB body is sent (by another process),
+    stored and answered."""
+    n = mb * 1_000_000 // 2030
+    sender = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _SENDER, gw_url + load.GATEWAY_PATH, str(n),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    assert sender.stdin is not None and sender.stdout is not None
+    size = int(await sender.stdout.readline())
+    async with aiohttp.ClientSession() as session:
+        async def probe() -> float:
+            t0 = time.perf_counter()
+            async with session.get(gw_url + "/health") as resp:
+                await resp.read()
+            await asyncio.sleep(0.005)
+            return time.perf_counter() - t0 - 0.005
+
+        alone = [await probe() for _ in range(200)]
+        sender.stdin.write(b"go\n")
+        await sender.stdin.drain()
+        finished = asyncio.ensure_future(sender.stdout.readline())
+        during = []
+        while not finished.done():
+            during.append(await probe())
+        status, request_s = (await finished).split()
+        await sender.wait()
+    return {"mb": size / 1e6, "items": n, "status": int(status), "request_s": float(request_s),
+            "probes": len(during), "p50_ms": load.percentile(during, 50) * 1000,
+            "p99_ms": load.percentile(during, 99) * 1000, "max_ms": max(during) * 1000,
+            "alone_max_ms": max(alone) * 1000}
 
 
 def markdown(g: dict) -> str:

@@ -198,7 +198,7 @@ def db_command(settings: Settings, action: str) -> None:
 def serve(settings: Settings) -> None:
     import uvicorn
 
-    from .app import configure_edge, create_app, make_router
+    from .app import configure_edge, create_app, freeze_startup, make_router
 
     logs.setup(settings.log_level, settings.log_format)
     try:
@@ -248,7 +248,9 @@ def serve(settings: Settings) -> None:
         configure_edge(settings)
         if tracing.wanted(settings.otel):
             tracing.setup()
-        uvicorn.run(create_app(settings, router=router), **common)
+        app = create_app(settings, router=router)
+        freeze_startup()
+        uvicorn.run(app, **common)
 
 
 @contextlib.contextmanager
