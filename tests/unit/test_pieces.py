@@ -89,3 +89,13 @@ def test_a_large_upstream_body_encodes_to_the_same_json(body):
     encoded = _encode_large(body)
     assert isinstance(encoded, io.BytesIO)
     assert orjson.loads(encoded.read()) == body
+
+
+@pytest.mark.parametrize("text", ["[" * 5000, '\\"' + "{" * 100 + '"', "a\\" * 70 + "[" * 100, '"' * 65 + "]" * 99])
+def test_brackets_and_quotes_inside_strings_of_any_length_are_text(text):
+    """Long strings are skipped with bytes.find: an escaped quote must not end them, an escaped backslash
+    before a quote must."""
+    raw = orjson.dumps({"model": "m", "input": [{"role": "user", "content": text}, text], "instructions": text})
+    layout = check_body(raw, Bounds(max_depth=4, max_containers=4))  # would be refused if any bracket counted
+    assert layout is not None and [orjson.loads(raw[a:b]) for a, b in layout.items] == \
+        [{"role": "user", "content": text}, text]

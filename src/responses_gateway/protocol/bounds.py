@@ -2,7 +2,7 @@
 
 Checked on the raw bytes before anything is parsed, so an allowed-size body of a million tiny items is
 refused with a 400 instead of being turned into a million Python dicts. The scan is a Python loop over the
-structural tokens (strings are skipped whole by the regex), so when it runs in a worker thread it gives
+structural tokens (strings are skipped whole), so when it runs in a worker thread it gives
 the GIL back every few milliseconds and the event loop keeps serving other requests meanwhile.
 
 Integers wider than 64 bits are refused here too: Python and pydantic accept them, but they cannot be
@@ -20,9 +20,11 @@ import orjson
 
 from ..errors import invalid
 
-# A whole string (escapes included), or a bracket, or an integer literal of 19 digits or more
-# (the shortest that can leave the 64-bit range). Unrolled-loop string pattern: linear, no backtracking.
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|-?\d{19,}(?![.eE\d])')
+# A short string without escapes (whole), the start of any other string, a bracket, or an integer literal of
+# 19 digits or more (the shortest that can leave the 64-bit range). Other strings are skipped with
+# `bytes.find` (memchr, gigabytes a second): a regex walking a string's characters managed about 150 MB/s,
+# 7 ms for a 1 MiB input.
+_TOKEN = re.compile(rb'"[^"\\]{0,64}"|["\[\]{}]|-?\d{19,}(?![.eE\d])')
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1  # what orjson can encode: i64 and u64
 
 
@@ -48,14 +50,22 @@ def check_body(raw: bytes | bytearray, bounds: Bounds) -> InputLayout | None:
     Returns where the `input` array's elements are (None when there is no such array or it is ambiguous)."""
     depth = containers = 0
     wide = False
-    key = b""  # the last string at depth 1: the key of the value that follows it (in valid JSON)
+    key: bytes | bytearray = b""  # the last string at depth 1: the key of the value that follows it (in valid JSON)
     layout = InputLayout()
     inside = ambiguous = False  # in the input array; seen twice (or an element that is not delimited)
     element = -1
-    for match in _TOKEN.finditer(raw):
-        start = match.start()
+    search, position = _TOKEN.search, 0
+    while (match := search(raw, position)) is not None:
+        start, position = match.span()
         first = raw[start]
-        if first in b"[{":
+        if first == 0x22:  # '"'
+            if position == start + 1:  # a long string, or one with escapes
+                position = _string_end(raw, start)
+            if depth == 1:
+                key = raw[start:position]
+            elif depth == 2 and inside:
+                layout.items.append((start, position))
+        elif first in b"[{":
             if depth == 1 and key == b'"input"' and first == 0x5B:  # '['
                 ambiguous = ambiguous or layout.start >= 0
                 layout.start, inside = start, True
@@ -76,17 +86,25 @@ def check_body(raw: bytes | bytearray, bounds: Bounds) -> InputLayout | None:
                     layout.items.append((element, match.end()))
                 else:
                     layout.end, inside = match.end(), False
-        elif first == 0x22:  # '"'
-            if depth == 1:
-                key = match.group()
-            elif depth == 2 and inside:
-                layout.items.append((start, match.end()))
         else:
             value = int(match.group())
             wide = wide or not INT_MIN <= value <= INT_MAX
     if wide:
         _refuse_wide(raw)
     return layout if layout.end > 0 and not ambiguous else None
+
+
+def _string_end(raw: bytes | bytearray, start: int) -> int:
+    """Just past the string whose opening quote is at `start` (the end of the body when it never closes)."""
+    end = raw.find(b'"', start + 1)
+    while end > 0 and raw[end - 1] == 0x5C:  # a backslash before it: escaped unless that one is escaped too
+        before = end - 1
+        while raw[before - 1] == 0x5C:
+            before -= 1
+        if (end - before) % 2 == 0:
+            break
+        end = raw.find(b'"', end + 1)
+    return end + 1 if end >= 0 else len(raw)
 
 
 def input_items(raw: bytes | bytearray, layout: InputLayout) -> list[Any] | None:
