@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
+from starlette.types import Receive, Scope, Send
 
 from . import logs, metrics, tracing
 from .api import conversations
@@ -24,6 +25,7 @@ from .api.input_tokens import count_input_tokens
 from .api.responses import create_response
 from .api.shared_limits import SharedLimits
 from .api.stored import cancel_response, delete_response, get_response, list_input_items
+from .api.streaming import SERVER_SEND
 from .api.websocket import responses_websocket
 from .background import Background
 from .config import Settings
@@ -112,6 +114,15 @@ async def list_models(request: Request) -> Response:
     return Response(orjson.dumps({"object": "list", "data": models}), media_type="application/json")
 
 
+class Gateway(Starlette):
+    """The app, keeping the server's own `send` in the scope: a stream's body goes out through it, not
+    through starlette's wrappers (api/streaming.py)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope[SERVER_SEND] = send
+        await super().__call__(scope, receive, send)
+
+
 def create_app(settings: Settings, upstream: Upstream | None = None, router: Router | None = None) -> Starlette:
     """`upstream`: serve every model from this adapter (tests); `router`: an already built router."""
     @contextlib.asynccontextmanager
@@ -147,7 +158,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
                 await store.close()
             await asyncio.to_thread(tracing.flush)  # spans still batched go out before the process ends
 
-    app = Starlette(
+    app = Gateway(
         routes=[
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),

@@ -10,6 +10,7 @@ path; the histogram observations happen once per response.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from time import monotonic, time_ns
 from typing import Any
@@ -83,19 +84,19 @@ class Observation:
         """The upstream's first events arrived: its latency to first byte."""
         self.upstream_seen = True
         if self.opened is not None:
-            metrics.upstream_latency.labels(self.route).observe(monotonic() - self.opened)
+            _child(metrics.upstream_latency, self.route).observe(monotonic() - self.opened)
 
     def output(self) -> None:
         """The first output event is going out: time to first token."""
         self.first_output = True
-        metrics.time_to_first_token.labels(self.route).observe(monotonic() - self.started)
+        _child(metrics.time_to_first_token, self.route).observe(monotonic() - self.started)
 
     def finished(self, final: dict[str, Any]) -> None:
-        metrics.duration.labels(self.route, final["status"]).observe(monotonic() - self.started)
+        _child(metrics.duration, self.route, final["status"]).observe(monotonic() - self.started)
         usage = final.get("usage")
         if usage:
-            metrics.tokens.labels("input", self.model, self.route).inc(usage.get("input_tokens") or 0)
-            metrics.tokens.labels("output", self.model, self.route).inc(usage.get("output_tokens") or 0)
+            _child(metrics.tokens, "input", self.model, self.route).inc(usage.get("input_tokens") or 0)
+            _child(metrics.tokens, "output", self.model, self.route).inc(usage.get("output_tokens") or 0)
         if self.span is not None:
             self.span.set_attributes({"responses_gateway.response_id": final["id"],
                                       "responses_gateway.status": final["status"]})
@@ -117,6 +118,13 @@ class Observation:
             self.step_done()
             self.span.end()
             self.span = None
+
+
+@functools.lru_cache(maxsize=4096)
+def _child(metric: Any, *labels: str) -> Any:
+    """A metric's child for these labels, looked up once (prometheus_client takes a lock and builds a key on
+    every `labels()`: five of them per response)."""
+    return metric.labels(*labels)
 
 
 def failed(span: Any, error_type: str, message: str) -> None:

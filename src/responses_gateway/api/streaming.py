@@ -35,6 +35,8 @@ HEADERS = [
 ]
 
 
+# Where the server's own `send` waits in the scope (app.Gateway puts it there) for the body of a stream.
+SERVER_SEND = "responses_gateway.server_send"
 KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it; proxies see the connection is alive
 
 
@@ -53,7 +55,7 @@ class EventStreamResponse:
         # The stream runs in a task of its own. Every token resumes the task that waits for it, through
         # every coroutine it is nested in: here 7 frames, where the server's task has 14 more (uvicorn and
         # starlette layers and our middleware) above this one.
-        pump = asyncio.create_task(self._pump(send))
+        pump = asyncio.create_task(self._pump(send, scope.get(SERVER_SEND, send)))
 
         async def watch() -> None:
             while True:
@@ -69,7 +71,9 @@ class EventStreamResponse:
         finally:
             watcher.cancel()
 
-    async def _pump(self, send: Send) -> None:
+    async def _pump(self, send: Send, body_send: Send) -> None:
+        """`send` starts the response (every layer sees it start); `body_send`, the server's own, carries the
+        body past starlette's two send wrappers, which only watch for the start: two calls fewer per token."""
         loop = asyncio.get_running_loop()
         last = loop.time()  # when anything was last sent
 
@@ -77,7 +81,7 @@ class EventStreamResponse:
             while True:
                 await asyncio.sleep(max(every - (loop.time() - last), 0.0))
                 if loop.time() - last >= every:
-                    await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+                    await body_send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
                     _sent()
 
         def _sent() -> None:
@@ -96,12 +100,12 @@ class EventStreamResponse:
                 if ended and beater is not None:
                     beater.cancel()  # nothing may follow the end of the body
                 body = encode(events) + DONE if ended else encode(events)
-                await send({"type": "http.response.body", "body": body, "more_body": not ended})
+                await body_send({"type": "http.response.body", "body": body, "more_body": not ended})
                 last = loop.time()
             if beater is not None:
                 beater.cancel()
             if not ended:
-                await send({"type": "http.response.body", "body": DONE, "more_body": False})
+                await body_send({"type": "http.response.body", "body": DONE, "more_body": False})
         except asyncio.CancelledError:
             if not self._gone:
                 raise
