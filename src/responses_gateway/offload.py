@@ -32,18 +32,12 @@ def mark(size: int) -> None:
 
 
 def is_large() -> bool:
+    """Whether the current request is large (`mark`); worker threads `run` starts see the same."""
     return _large.get()
 
 
 async def run(fn: Callable[..., T], *args: Any) -> T:
     """`fn(*args)`: in a worker thread when the current request is large, else right here."""
     if _large.get():
-        return await asyncio.to_thread(fn, *args)
-    return fn(*args)
-
-
-async def sized(size: int, fn: Callable[..., T], *args: Any) -> T:
-    """`fn(*args)` for work on `size` bytes: in a worker thread when they are many."""
-    if size > LARGE_BYTES:
-        return await asyncio.to_thread(fn, *args)
+        return await asyncio.to_thread(fn, *args)  # copies the context: the thread sees the mark too
     return fn(*args)

@@ -13,6 +13,7 @@ def test_startup_objects_are_frozen_and_garbage_is_not():
     garbage.me = garbage  # a cycle nothing refers to: collected, not frozen
     del garbage
     alive = [{"kept": True}]
+    assert gc.get_freeze_count() == 0
     try:
         freeze_startup()
         assert gc.get_freeze_count() > 0

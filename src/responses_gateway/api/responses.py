@@ -31,8 +31,7 @@ async def read_request(request: Request) -> CreateResponse:
     one by one (so no single step holds the GIL for long)."""
     settings = request.app.state.settings
     raw, layout = await _read_checked(request, settings.max_body_bytes)
-    large = len(raw) > offload.LARGE_BYTES
-    req = await offload.sized(len(raw), parse_request, raw, layout if large else None)
+    req = await offload.run(parse_request, raw, layout if offload.is_large() else None)
     if isinstance(req.input, list) and len(req.input) > settings.max_input_items:
         raise invalid(f"Invalid 'input': array too long. Expected an array with maximum length "
                       f"{settings.max_input_items}, but got an array with length {len(req.input)} instead.",
@@ -44,8 +43,7 @@ async def _read_checked(request: Request, limit: int) -> tuple[bytes | bytearray
     raw = await _read(request, limit)
     offload.mark(len(raw))  # what this request's items cost is paid in a worker thread too (offload.py)
     settings = request.app.state.settings
-    layout = await offload.sized(len(raw), check_body, raw, Bounds(settings.max_json_depth,
-                                                                   settings.max_json_containers))
+    layout = await offload.run(check_body, raw, Bounds(settings.max_json_depth, settings.max_json_containers))
     return raw, layout
 
 

@@ -120,7 +120,8 @@ class Connection:
             data = message.get("text")
             if data is None:
                 data = message.get("bytes") or b""
-            parsed = await offload.sized(len(data), self.parse, data)
+            offload.mark(len(data))  # this reader task's: the worker marks each response it starts
+            parsed = await offload.run(self.parse, data)
             MESSAGES["response.processed" if parsed is None else "response.create" if isinstance(parsed, dict)
                      else "invalid"].inc()
             if parsed is not None:
@@ -134,7 +135,7 @@ class Connection:
         try:
             raw = data.encode() if isinstance(data, str) else data
             layout = check_body(raw, Bounds(self.settings.max_json_depth, self.settings.max_json_containers))
-            frame = loads(raw, layout if len(raw) > offload.LARGE_BYTES else None)
+            frame = loads(raw, layout if offload.is_large() else None)
         except APIError as exc:  # too deep, too many objects, an integer wider than 64 bits
             return exc
         except orjson.JSONDecodeError as exc:
