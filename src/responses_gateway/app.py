@@ -221,4 +221,5 @@ def configure_edge(settings: Settings) -> None:
     """This process's connection limits (`edge.EdgeProtocol`, which `serve` gives uvicorn)."""
     from .edge import EdgeLimits, EdgeProtocol
 
-    EdgeProtocol.configure(EdgeLimits(settings.header_timeout, settings.body_timeout, settings.max_connections))
+    EdgeProtocol.configure(EdgeLimits(settings.header_timeout, settings.body_timeout, settings.max_connections,
+                                      settings.max_header_bytes, settings.max_headers, settings.send_timeout))

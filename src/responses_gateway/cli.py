@@ -81,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
         ("--body-timeout", float, "60", "seconds a client has to send a request's body"),
         ("--keep-alive-timeout", float, "5", "seconds an idle keep-alive connection is kept"),
         ("--max-connections", int, "0 = 3/4 of the open-file limit", "open client connections per process"),
+        ("--max-header-bytes", int, "65536", "bytes of a request's request line and headers (431 beyond)"),
+        ("--max-headers", int, "100", "headers in one request (431 beyond)"),
+        ("--send-timeout", float, "60", "seconds a client may read nothing of a response before it is ended "
+                                        "(stored as failed) and the connection dropped; 0 = none"),
         ("--max-in-flight", int, "512", "requests in flight per process (429 beyond)"),
         ("--key-max-in-flight", int, "0 = off", "concurrent requests per API key (429 beyond)"),
         ("--key-requests-per-minute", float, "0 = off", "requests per minute per API key (429 beyond)"),
@@ -229,7 +233,8 @@ def serve(settings: Settings) -> None:
                                   access_log=False, **({"log_config": None} if settings.log_format == "json" else {}),
                                   timeout_graceful_shutdown=settings.drain_timeout + 5, **settings.server_options(),
                                   timeout_keep_alive=settings.keep_alive_timeout,
-                                  http="responses_gateway.edge:EdgeProtocol")
+                                  http="responses_gateway.edge:EdgeProtocol",
+                                  ws="responses_gateway.edge:EdgeWebSocketProtocol")
     if tracing.wanted(settings.otel) and not tracing.installed():  # one clear error, not one per worker
         sys.exit("responses-gateway: tracing needs the otel extra: pip install 'responses-gateway[otel]'")
     if settings.workers > 1:

@@ -43,6 +43,9 @@ class Settings:
     body_timeout: float = 60.0
     keep_alive_timeout: float = 5.0
     max_connections: int = 0  # 0: three quarters of the open-file limit
+    max_header_bytes: int = 65536  # the request line and headers of one request
+    max_headers: int = 100
+    send_timeout: float = 60.0  # seconds a client may read nothing of a response; 0: none
     max_in_flight: int = 512
     key_max_in_flight: int = 0  # 0: off
     key_requests_per_minute: float = 0  # 0: off
@@ -154,6 +157,9 @@ ENV = {
     "body_timeout": "RG_BODY_TIMEOUT",
     "keep_alive_timeout": "RG_KEEP_ALIVE_TIMEOUT",
     "max_connections": "RG_MAX_CONNECTIONS",
+    "max_header_bytes": "RG_MAX_HEADER_BYTES",
+    "max_headers": "RG_MAX_HEADERS",
+    "send_timeout": "RG_SEND_TIMEOUT",
     "max_in_flight": "RG_MAX_IN_FLIGHT",
     "key_max_in_flight": "RG_KEY_MAX_IN_FLIGHT",
     "key_requests_per_minute": "RG_KEY_REQUESTS_PER_MINUTE",
@@ -226,9 +232,11 @@ def check(settings: Settings) -> Settings:
     if any(len(key) < MIN_COMPACTION_KEY for key in settings.compaction_keys()):
         raise ValueError(f"a compaction key must be at least {MIN_COMPACTION_KEY} characters, e.g. "
                          "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
-    for name in ("lease_timeout", "background_poll", "drain_timeout"):
+    for name in ("lease_timeout", "background_poll", "drain_timeout", "max_header_bytes", "max_headers"):
         if getattr(settings, name) <= 0:
             raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
+    if settings.send_timeout < 0:
+        raise ValueError(f"send_timeout must be 0 (none) or positive; got {settings.send_timeout!r}")
     if settings.redis_url and not settings.redis_url.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(f"redis must be a redis://, rediss:// or unix:// URL; got {settings.redis_url!r}")
     if not settings.is_demo and not settings.upstream_url.startswith(("http://", "https://")):
