@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from . import metrics
 from .composer import Composer
-from .errors import UpstreamError
+from .errors import APIError, UpstreamError
 from .logs import RESPONSE_ID
 from .observe import Observation
 from .upstreams.base import EventStream
@@ -30,6 +30,18 @@ OnFinal = Callable[[dict[str, Any]], Awaitable[None]]
 # each with DRAIN, and its pipeline ends the response with `response.failed` (stored) instead of vanishing.
 RUNNING: set[asyncio.Task[Any]] = set()
 DRAIN = "the gateway is draining"
+SHUTTING_DOWN = APIError(503, "The gateway is shutting down; the response was cut short. Please retry.",
+                         type="server_error", code="server_shutting_down")
+
+
+def ending(exc: BaseException) -> APIError | None:
+    """The error a cancellation ends its response with: a task cancelled with DRAIN, or with an `APIError` as
+    its message (a client that stopped reading, an upstream deadline that ran out while nobody read), ends
+    its response as failed with it. None: a plain cancellation (the client left: nobody to tell)."""
+    cause = exc.args[0] if exc.args else None
+    if cause == DRAIN:
+        return SHUTTING_DOWN
+    return cause if isinstance(cause, APIError) else None
 
 
 def end_all() -> int:
@@ -118,11 +130,13 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
                 if not loop.again:
                     break
         except asyncio.CancelledError as exc:
-            if exc.args != (DRAIN,) or task is None:
+            cause = ending(exc)
+            if cause is None or task is None:
                 raise  # the client left: nobody to tell
             task.uncancel()
-            events = composer.fail("server_shutting_down", "The gateway is shutting down; the response was cut "
-                                   "short. Please retry.")
+            if cause is not SHUTTING_DOWN:
+                log.warning("response %s ended: %s", composer.response["id"], cause.message)
+            events = composer.fail(cause.code, cause.message, type=cause.type, param=cause.param)
         except UpstreamError as exc:
             log.warning("response %s failed: %s", composer.response["id"], exc.message)
             events = composer.fail(exc.code, exc.message, type=exc.type, param=exc.param)

@@ -201,6 +201,7 @@ class BodyStream:
         self._since: float | None = None  # when the read waiting now began (loop time); None between reads
         self._watch: asyncio.TimerHandle | None = None
         self._armed = 0.0  # the loop time the watch is set for
+        self._reader: asyncio.Task[Any] | None = None  # the task reading the body (pipeline.ending)
 
     def _limit(self) -> tuple[float | None, str]:
         """The time the next read may take, and which deadline that is."""
@@ -214,6 +215,7 @@ class BodyStream:
         and total deadline (the whole stream)."""
         content = self.resp.content
         loop = asyncio.get_running_loop()
+        self._reader = asyncio.current_task()
         self._watch_from(loop.time())
         try:
             while True:
@@ -255,6 +257,8 @@ class BodyStream:
             self.resp.content.set_exception(_Expired("idle"))
         elif deadline is not None and deadline <= armed:
             self.resp.content.set_exception(_Expired("total"))  # reading or not: the stream is over
+            if since is None and self._reader is not None:  # nobody reads: its reader waits on a slow client
+                self._reader.cancel(timed_out("total", self.total))  # it ends the response now (pipeline.ending)
         else:
             self._watch_from(since if since is not None else asyncio.get_running_loop().time())
 
