@@ -107,29 +107,33 @@ async def create_response(request: Request) -> Response | EventStreamResponse:
     try:
         async with cancelled_if_client_leaves(request):
             started = await start(state, req, owner(request))
+            last: list[dict[str, Any]] = []
             if not req.stream:
-                async for _ in started.batches:
-                    pass
+                async for batch in started.batches:
+                    last = batch  # the terminal batch, with the `error` event of a failure
     except ClientGone:
         return Response(status_code=499)  # nobody reads it; the upstream call was closed
     if req.stream:
         return EventStreamResponse(started.batches, state.settings.sse_keepalive or None)
     final = started.final
     if final["status"] == "failed":
-        return failed_response(final, stored=state.store is not None and req.store is not False)
+        return failed_response(final, stored=state.store is not None and req.store is not False, events=last)
     return Response(orjson.dumps(final), media_type="application/json")
 
 
-def failed_response(final: dict[str, Any], *, stored: bool) -> Response:
+def failed_response(final: dict[str, Any], *, stored: bool, events: list[dict[str, Any]]) -> Response:
     """A non-streamed response that failed: a 502 whose message (and `x-response-id` header) names the
-    response, so the client can find the failed response that was stored (GET /v1/responses/{id})."""
+    response, so the client can find the failed response that was stored (GET /v1/responses/{id}). Its code
+    is the precise one of the `error` event among the last `events` (e.g. `upstream_idle_timeout`), as a
+    stream would carry; `response.error.code` keeps to OpenAI's closed set (`server_error`)."""
     error = final["error"] or {}
     rid = final["id"]
-    kept = stored and error.get("code") != "storage_error"
+    code = next((e["code"] for e in events if e["type"] == "error"), error.get("code"))
+    kept = stored and code != "storage_error"
     note = f"response {rid} was stored with status failed" if kept else f"response {rid}"
     message = f"{error.get('message') or 'The response failed.'} ({note})"
     return error_response(502, {"error": {"message": message, "type": "server_error", "param": None,
-                                          "code": error.get("code")}}, headers={"x-response-id": rid})
+                                          "code": code}}, headers={"x-response-id": rid})
 
 
 async def _background(state: Any, req: CreateResponse, key: str) -> Response | EventStreamResponse:
