@@ -56,7 +56,7 @@ def make_background(settings: Settings, store: Store) -> Background:
     if settings.redis_url:
         from .redisbus import RedisBus
 
-        bus = RedisBus(settings.redis_url, settings.redis_event_ttl)
+        bus = RedisBus(settings.redis_url, settings.redis_event_ttl, settings.redis_cluster)
     return Background(settings, store, bus)
 
 
@@ -64,7 +64,8 @@ def make_shared_limits(settings: Settings) -> SharedLimits | None:
     """With Redis, the per-key limits are kept there, so they hold across workers and replicas."""
     if not settings.redis_url or not (settings.key_max_in_flight > 0 or settings.key_requests_per_minute > 0):
         return None
-    return SharedLimits(settings.redis_url, settings.key_max_in_flight, settings.key_requests_per_minute)
+    return SharedLimits(settings.redis_url, settings.key_max_in_flight, settings.key_requests_per_minute,
+                        settings.redis_cluster)
 
 
 async def purge_forever(store: Store, every: float = 3600.0, event_retention: float | None = None) -> None:

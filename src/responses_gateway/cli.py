@@ -139,6 +139,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="Redis for the live event logs and cancel signals of background responses, and "
                             "the per-key limits, across workers and replicas, e.g. redis://127.0.0.1:6379/0 "
                             f"[{ENV['redis_url']}]")
+    serve.add_argument("--redis-cluster", action="store_true", default=None,
+                       help="the --redis URL names a node of a Redis Cluster: use the cluster client "
+                            f"[{ENV['redis_cluster']}]")
     for flag, kind, what in BACKGROUND_FLAGS:
         name = flag[2:].replace("-", "_")
         serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {getattr(Settings, name):g}]")
@@ -223,7 +226,8 @@ def serve(settings: Settings) -> None:
         log.info("store: %s, retention %g days", open_store(settings.db).label, settings.retention_days)
     if settings.redis_url:
         shared = " and per-key limits" if settings.key_max_in_flight or settings.key_requests_per_minute else ""
-        log.info("background responses%s: Redis %s", shared, settings.redis_url.split("@")[-1])  # no password
+        log.info("background responses%s: Redis%s %s", shared, " Cluster" if settings.redis_cluster else "",
+                 settings.redis_url.split("@")[-1])  # no password
     if settings.load_api_keys():
         log.info("API keys required on /v1 (%d configured)", len(settings.load_api_keys()))
     if any(rule.route.kind == "demo" for rule in router.rules):

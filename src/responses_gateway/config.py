@@ -91,6 +91,7 @@ class Settings:
     # Background responses (docs/background.md). Redis carries the live event log and cancel signals across
     # replicas; without it the database does (polled every `background_poll` seconds).
     redis_url: str | None = None
+    redis_cluster: bool = False  # the URL names a node of a Redis Cluster (redisconn.py)
     max_background: int = 64  # concurrent background jobs per process; 429 beyond
     lease_timeout: float = 10.0  # a replica silent this long is presumed dead: its jobs are failed
     background_poll: float = 0.5  # seconds: event-log flush to the database, cancel-flag and follower polls
@@ -187,6 +188,7 @@ ENV = {
     "websocket_max_minutes": "RG_WEBSOCKET_MAX_MINUTES",
     "websocket_ping_interval": "RG_WEBSOCKET_PING_INTERVAL",
     "redis_url": "RG_REDIS_URL",
+    "redis_cluster": "RG_REDIS_CLUSTER",
     "max_background": "RG_MAX_BACKGROUND",
     "lease_timeout": "RG_LEASE_TIMEOUT",
     "background_poll": "RG_BACKGROUND_POLL",
@@ -237,6 +239,8 @@ def check(settings: Settings) -> Settings:
             raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
     if settings.send_timeout < 0:
         raise ValueError(f"send_timeout must be 0 (none) or positive; got {settings.send_timeout!r}")
+    if settings.redis_cluster and not settings.redis_url:
+        raise ValueError("redis_cluster needs a Redis URL (--redis): the address of any node of the cluster")
     if settings.redis_url and not settings.redis_url.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(f"redis must be a redis://, rediss:// or unix:// URL; got {settings.redis_url!r}")
     if not settings.is_demo and not settings.upstream_url.startswith(("http://", "https://")):
