@@ -19,22 +19,10 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from .composer import Composer
-from .sse import encode_all
+from .sse import encode_all, ends_terminal
 from .store.base import Store
 
-TERMINAL_PREFIXES = (b"event: response.completed\n", b"event: response.incomplete\n", b"event: response.failed\n")
 ACTIVE = ("queued", "in_progress")
-
-
-def is_terminal(frame: bytes) -> bool:
-    return frame.startswith(TERMINAL_PREFIXES)
-
-
-def ends_terminal(frames: bytes) -> bool:
-    """Whether the last of several SSE frames is a terminal event (frames end with a blank line; the JSON in
-    them never holds a raw newline)."""
-    start = frames.rfind(b"\n\n", 0, len(frames) - 2)
-    return is_terminal(frames[start + 2:] if start >= 0 else frames)
 
 
 def skip_frames(frames: str, count: int) -> str:

@@ -19,7 +19,8 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any
 
-from .eventlog import Ended, follow_db, is_terminal
+from .eventlog import Ended, follow_db
+from .sse import is_terminal
 
 if TYPE_CHECKING:
     from .store.base import Store
