@@ -15,7 +15,7 @@ from responses_gateway import generation as g
 from responses_gateway.errors import UpstreamError
 from responses_gateway.pipeline import Stop, run
 
-from .streams import Sink, new_composer
+from .streams import FakeStream, Sink, new_composer
 
 TERMINALS = ("response.completed", "response.incomplete", "response.failed")
 
@@ -24,36 +24,6 @@ STEP = [
     [g.TextDelta("lo"), g.Usage(3, 2)],
     [g.Finish("stop")],
 ]
-
-
-class FakeStream:
-    """Batches from memory; raises `exc` instead of batch number `fail_at`; `aclose` may raise too."""
-
-    def __init__(self, batches: list[list], *, fail_at: int | None = None, exc: BaseException | None = None,
-                 close_exc: BaseException | None = None, log: list | None = None):
-        self.batches = batches
-        self.fail_at = fail_at
-        self.exc = exc
-        self.close_exc = close_exc
-        self.closed = 0
-        self.log = log if log is not None else []
-
-    def __aiter__(self):
-        return self._events()
-
-    async def _events(self):
-        for i, batch in enumerate(self.batches):
-            if i == self.fail_at:
-                raise self.exc
-            yield batch
-        if self.fail_at is not None and self.fail_at >= len(self.batches):
-            raise self.exc
-
-    async def aclose(self) -> None:
-        self.closed += 1
-        self.log.append("aclose")
-        if self.close_exc is not None:
-            raise self.close_exc
 
 
 class FakeLoop:

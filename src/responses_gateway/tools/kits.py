@@ -1,7 +1,8 @@
 """The gateway-run tools this build knows (`KITS`), and which of them a deployment can run (`Toolbox`).
 
-A new tool is a kit (tools/frame.py) added to `KITS` — or, from another package, an entry point in the group
-`responses_gateway.tools` naming a `Kit` (loaded once, at the first use of the registry). A kit whose
+A new tool is a kit (tools/frame.py) added to `BUILTIN` — or, from another package, an entry point in the group
+`responses_gateway.tools` naming a `Kit` (loaded once, at the first use of the registry), or `register(kit)`
+for an application that embeds the gateway (before `create_app`). A kit whose
 deployment is not configured for it (no search provider, no sandbox) is unavailable: a request declaring it
 gets what `--hosted-tools` says (dropped with a log line once per type and a metric, or a 400), exactly as a
 hosted tool the gateway has no kit for.
@@ -27,9 +28,29 @@ ENTRY_POINTS = "responses_gateway.tools"
 BUILTIN: tuple[Kit, ...] = (MCP,)
 
 
+_registered: list[Kit] = []
+
+
+def register(kit: Kit) -> None:
+    """Add a kit to the registry (an embedding application's own tool); a kit of the same name is replaced."""
+    _registered[:] = [k for k in _registered if k.name != kit.name] + [kit]
+    _forget()
+
+
+def unregister(name: str) -> None:
+    _registered[:] = [k for k in _registered if k.name != name]
+    _forget()
+
+
+def _forget() -> None:
+    for cached in (all_kits, _by_item, _by_type):
+        cached.cache_clear()
+
+
 @functools.cache
 def all_kits() -> tuple[Kit, ...]:
-    found = list(BUILTIN)
+    mine = {kit.name for kit in _registered}
+    found = [kit for kit in BUILTIN if kit.name not in mine] + list(_registered)
     for point in entry_points(group=ENTRY_POINTS):
         try:
             kit = point.load()

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from .. import metrics
 from ..composer import Composer, OpenItem
 from ..pipeline import Events, Stop
 from ..upstreams.base import Call
@@ -134,6 +135,7 @@ class ToolLoop:
                 yield composer.fail_call(call, "The tool failed inside the gateway.")
         if not call.done:
             yield composer.fail_call(call, "The tool ended without a result.")
+        metrics.tool_calls.labels(call.item["type"], call.item.get("status") or "completed").inc()
 
     async def _together(self, composer: Composer, calls: list[OpenItem]) -> AsyncIterator[Events]:
         """Several calls at once (at most MAX_PARALLEL running); each call's events stay in order."""
