@@ -31,8 +31,7 @@ from .background import Background
 from .config import Settings
 from .routing import Router, Rule, load_rules
 from .shutdown import on_sigterm
-from .store import open_store
-from .store.base import Store
+from .store import Store, open_store
 from .tools.kits import Toolbox
 from .upstreams.base import Upstream
 

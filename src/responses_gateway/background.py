@@ -36,7 +36,7 @@ from .sse import encode, is_terminal
 if TYPE_CHECKING:
     from .config import Settings
     from .redisbus import RedisBus
-    from .store.base import Store
+    from .store import Store
 
 log = logging.getLogger("responses_gateway.background")
 

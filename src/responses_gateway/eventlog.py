@@ -20,7 +20,7 @@ from typing import Any
 
 from .composer import Composer
 from .sse import encode_all, ends_terminal
-from .store.base import Store
+from .store.jobs import EventLogs
 
 ACTIVE = ("queued", "in_progress")
 
@@ -79,7 +79,7 @@ Ended = Callable[[], Awaitable[dict[str, Any] | None]]
 """Returns the stored response if it has ended (not queued / in_progress), else None."""
 
 
-async def follow_db(store: Store, response_id: str, after: int, poll: float, ended: Ended) -> AsyncGenerator[bytes, None]:
+async def follow_db(store: EventLogs, response_id: str, after: int, poll: float, ended: Ended) -> AsyncGenerator[bytes, None]:
     """Follow the database copy of a log, polling every `poll` seconds until the terminal event.
 
     If the response has ended but its log never got a terminal event (the replica died between storing the

@@ -13,7 +13,8 @@ from . import offload
 from .errors import APIError
 from .ids import new_id
 from .protocol.items import normalize_item
-from .store.base import Store
+from .store.conversations import Conversations
+from .store.responses import Responses
 from .tools.history import is_gateway_item
 
 ID_PREFIX = {
@@ -34,7 +35,7 @@ def previous_not_found(previous_response_id: str) -> APIError:
                     param="previous_response_id", code="previous_response_not_found")
 
 
-async def resolve(store: Store | None, previous_response_id: str | None, items: list[dict[str, Any]],
+async def resolve(store: Responses | None, previous_response_id: str | None, items: list[dict[str, Any]],
                   owner: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(history for the upstream, this request's items as they will be stored). Raises before any stream."""
     refs = [item["id"] for item in items if item["type"] == "item_reference"]
@@ -90,7 +91,7 @@ def _sealed_reasoning(item: dict[str, Any] | None) -> bool:
     return item is not None and item.get("type") == "reasoning" and bool(item.get("encrypted_content"))
 
 
-async def conversation_history(store: Store | None, conversation: str, owner: str) -> list[dict[str, Any]]:
+async def conversation_history(store: Conversations | None, conversation: str, owner: str) -> list[dict[str, Any]]:
     """A conversation's items, oldest first, as history for a response created in it."""
     found = await store.conversation_history(conversation, owner) if store is not None else None
     if found is None:
