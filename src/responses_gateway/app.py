@@ -31,8 +31,8 @@ from .background import Background
 from .config import Settings
 from .routing import Router, Rule, load_rules
 from .shutdown import on_sigterm
-from .store import open_store
-from .store.base import Store
+from .store import Store, open_store
+from .tools.kits import Toolbox
 from .upstreams.base import Upstream
 
 log = logging.getLogger("responses_gateway")
@@ -139,6 +139,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             jobs = make_background(settings, store)
             await jobs.open()
         app.state.background = jobs
+        app.state.toolbox = Toolbox.for_services(app.state)  # the gateway-run tools this deployment can run
         app.state.owners = await start_owners(keys, settings.owner_secret, store)
         if shared is not None and keys and store is None and not settings.owner_secret:
             log.warning("per-key limits in Redis need the same owner secret in every process: without a "

@@ -17,11 +17,11 @@ import hashlib
 import hmac
 import logging
 import secrets
-from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import APIError
+from ..store.secrets import Secrets
 from .errors import render
 
 MISSING = APIError(
@@ -46,7 +46,7 @@ def legacy_owner_of(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
-async def owner_secret(configured: str | None, store: Any) -> str:
+async def owner_secret(configured: str | None, store: Secrets | None) -> str:
     """--owner-secret, else the store's (made by the first replica to start), else one for this process."""
     if configured:
         return configured
@@ -57,7 +57,7 @@ async def owner_secret(configured: str | None, store: Any) -> str:
     return kept
 
 
-async def start_owners(keys: list[str], configured_secret: str | None, store: Any) -> dict[bytes, str]:
+async def start_owners(keys: list[str], configured_secret: str | None, store: Secrets | None) -> dict[bytes, str]:
     """Each key's owner id; rows still under a key's legacy owner id are moved to the keyed one."""
     if not keys:
         return {}  # everyone shares the owner "": no secret needed

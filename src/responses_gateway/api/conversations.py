@@ -17,7 +17,8 @@ from ..errors import APIError
 from ..ids import new_id
 from ..protocol.conversations import parse_create, parse_items, parse_update
 from ..state import with_ids
-from ..store.base import Page, Store
+from ..store.base import Page
+from ..store.conversations import Conversations
 from .paging import page_body, page_params
 from .responses import owner, read_body
 from .stored import _include, _json
@@ -27,8 +28,8 @@ def not_found(conversation_id: str) -> APIError:
     return APIError(404, f"Conversation with id '{conversation_id}' not found.", code=None)
 
 
-def _store(request: Request) -> Store:
-    store: Store | None = request.app.state.store
+def _store(request: Request) -> Conversations:
+    store: Conversations | None = request.app.state.store
     if store is None:
         raise APIError(400, "This gateway keeps no state (it runs with --db none): conversations are "
                        "unavailable.", code="unsupported_parameter")

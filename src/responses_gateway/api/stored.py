@@ -10,8 +10,9 @@ from starlette.responses import Response
 
 from ..errors import APIError, invalid
 from ..protocol.reasoning import seal
-from ..protocol.request import INCLUDE_VALUES
+from ..protocol.request import check_include
 from ..state import not_found
+from ..tools.history import shown_items
 from .paging import page_body, page_params
 from .responses import owner
 from .streaming import EventStreamResponse
@@ -23,10 +24,7 @@ def _json(obj: Any) -> Response:
 
 def _include(request: Request) -> list[str]:
     values = request.query_params.getlist("include") + request.query_params.getlist("include[]")
-    for i, value in enumerate(values):
-        if value not in INCLUDE_VALUES:
-            raise invalid(f"Invalid value: '{value}'. Supported values are: "
-                          + ", ".join(f"'{v}'" for v in INCLUDE_VALUES) + ".", f"include[{i}]")
+    check_include(values)
     return values
 
 
@@ -44,6 +42,7 @@ async def get_response(request: Request) -> Response | EventStreamResponse:
     if request.query_params.get("stream") in ("true", "1"):
         return await _stream(request)
     obj = await _get(request)
+    obj["output"] = shown_items(obj["output"], include)  # a tool's results only when include asks for them
     wanted = "reasoning.encrypted_content" in include
     for item in obj["output"]:
         if item.get("type") != "reasoning":
@@ -99,12 +98,13 @@ async def cancel_response(request: Request) -> Response:
     obj = await _get(request)
     if not obj.get("background"):
         raise APIError(400, "Only responses created with background=true can be cancelled.", code=None)
-    return _json(await request.app.state.background.cancel(obj, owner(request)))
+    ended = await request.app.state.background.cancel(obj, owner(request))
+    return _json({**ended, "output": shown_items(ended.get("output") or [], ())})
 
 
 async def list_input_items(request: Request) -> Response:
     q = request.query_params
-    _include(request)
+    include = _include(request)
     limit, order = page_params(q)
     response_id = request.path_params["response_id"]
     store = request.app.state.store
@@ -114,4 +114,5 @@ async def list_input_items(request: Request) -> Response:
                                        limit=limit, order=order)
     if page is None:
         raise not_found(response_id)
+    page.items = shown_items(page.items, include)
     return _json(page_body(page))

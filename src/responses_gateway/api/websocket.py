@@ -223,7 +223,8 @@ class Connection:
                 self.waiting -= 1
                 self.waiting_bytes -= job.size
                 if self.draining:
-                    await self.send(error_frame(SHUTTING_DOWN))
+                    await self.send(error_frame(APIError(503, SHUTTING_DOWN, type="server_error",
+                                                         code="server_shutting_down")))
                 else:
                     offload.mark(job.size)
                     await self.respond(job.frame)
