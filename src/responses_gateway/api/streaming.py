@@ -83,8 +83,9 @@ class EventStreamResponse:
         pump = asyncio.create_task(self._pump(send, scope.get(SERVER_SEND, send), edge))
         if edge is not None:
             def stalled(error: APIError) -> None:  # the client reads nothing: end the response, then it is dropped
-                self._ending = True
-                pump.cancel(error)
+                if not self._ending:  # (one already being ended just loses its last words)
+                    self._ending = True
+                    pump.cancel(error)
 
             edge.on_stall = stalled
 

@@ -236,7 +236,7 @@ class Connection:
     def stalled(self, error: APIError) -> None:
         """The client reads nothing (edge.py): the running turn ends with `error`, stored; the edge then drops
         the connection."""
-        if self.turn and self.worker is not None:
+        if self.turn and not self.ending and self.worker is not None:
             self.ending = True
             self.worker.cancel(error)
 
