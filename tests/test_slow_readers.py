@@ -113,6 +113,24 @@ def test_a_client_that_stops_reading_is_ended_within_the_send_timeout(upstream, 
     assert "send timeout" in log and "Traceback" not in log and "Exception in ASGI" not in log, log[-3000:]
 
 
+def test_a_slow_reader_that_reads_is_not_cut(upstream, tmp_path):
+    """The send deadline counts time without progress, not the time the buffer stays full: a client that
+    reads 4 KB every half second keeps its stream well past --send-timeout."""
+    upstream.enqueue(_big_stream())
+    gw = GatewayProcess(upstream.base_url, "none", "--send-timeout", "2", log_path=tmp_path / "gw.log").wait_ready()
+    try:
+        s, _ = stalled_sse(gw.port)
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            assert s.recv(4096), "closed"
+        assert _closed_within(s, 0.2) == float("inf")  # still open, 4 periods of the deadline later
+        s.close()
+    finally:
+        gw.kill()
+    assert "send timeout" not in (tmp_path / "gw.log").read_text()
+
+
 def test_the_total_deadline_ends_a_stream_nobody_reads(upstream, tmp_path):
     db = tmp_path / "total.db"
     upstream.enqueue(_big_stream())
