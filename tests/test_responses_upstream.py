@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import httpx
 import orjson
@@ -584,6 +585,33 @@ def test_vllm_native_streams_come_out_once(kind):
         assert added == ["reasoning", "function_call"]
         args = "".join(e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta")
         assert args == '{"location":"Paris"}' == final["output"][1]["arguments"]
+
+
+QWEN = load_recording(Path(__file__).parent / "data" / "recordings" / "vllm_responses"
+                      / "qwen35-responses-function-stream.yaml")
+QWEN_VARIANTS = [v for v in variants(QWEN) if v not in ENDS_EARLY]
+
+
+@pytest.mark.parametrize("variant", QWEN_VARIANTS)
+def test_vllm_qwen_function_call_comes_out_once(http, fake, variant):
+    """vLLM's /v1/responses with a Qwen3.5 model (issue 26): the call streams as `aa26…` / `call_a5c5…`,
+    after an empty message, and `response.completed` lists it as `fc_aa5f…` / `chatcmpl-tool-8af8…` without
+    the message. Final items are matched to streamed ones by kind, order and name: one call, under the
+    call_id the client saw streaming, whatever damage the stream also took (it came out twice)."""
+    streamed = [e for e in events_of(QWEN) if e["type"] == "response.output_item.added"]
+    streamed_call = streamed[-1]["item"]
+    fake.enqueue(Stream(damaged(QWEN, variant)))
+    body = {k: v for k, v in QWEN.request_body.items() if k != "stream"}
+    result = stream(http, body)
+    calls = [item for item in result.response["output"] if item["type"] == "function_call"]
+    assert [(c["call_id"], c["name"], c["arguments"]) for c in calls] == \
+        [(streamed_call["call_id"], "get_weather", '{"location": "Paris"}')]
+    added = [e["item"]["type"] for e in result.events if e["type"] == "response.output_item.added"]
+    assert added == [item["type"] for item in result.response["output"]]
+    assert added.count("function_call") == 1
+    started = [e["item"]["call_id"] for e in result.events
+               if e["type"] == "response.output_item.added" and e["item"]["type"] == "function_call"]
+    assert started == [streamed_call["call_id"]]
 
 
 # --------------------------------------------------------------------------- damaged streams

@@ -18,6 +18,9 @@ Damaged streams (docs/routing.md, "what each upstream kind repairs"):
   another item's id, and the final text is the one that is right; what we emit must add up to what we
   finally report, and emitted deltas cannot be taken back. The cost: tool input from these upstreams arrives
   whole at the end of each call instead of token by token.
+- A terminal event that lists the items under other ids and call ids, and leaves out some it streamed (vLLM;
+  with a Qwen3.5 model an empty message before a tool call): the reader matches its items to the streamed
+  ones by kind, order and name, and keeps the ids first streamed, so no call starts twice.
 - A terminal event without `usage` gets the gateway's documented estimate (tokens.py): input from the
   request's items, instructions and tools, output from the text, reasoning and tool input produced.
 """
