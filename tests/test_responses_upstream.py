@@ -661,6 +661,36 @@ def test_damaged_call_input_gives_the_final_arguments_in_a_consistent_stream(htt
     assert usage["input_tokens"] > 0 and usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
 
 
+@pytest.mark.parametrize("final", ["output_item.done", "terminal", "none"])
+def test_done_arguments_that_are_not_json_lose_to_a_whole_version(http, fake, final):
+    """An upstream's `function_call_arguments.done` one character short (not JSON) while its deltas and its
+    final item are whole: the client never gets the broken arguments (they were passed on as they came)."""
+    whole, broken = '{"city":"Paris"}', '{"city":"Paris"'
+    item = {"id": "fc_0", "type": "function_call", "status": "in_progress", "call_id": "call_0",
+            "name": "get_weather", "arguments": ""}
+    done_item = {**item, "status": "completed", "arguments": whole}
+    empty = {"id": "r", "object": "response", "status": "in_progress", "output": [], "usage": None}
+    events = [
+        {"type": "response.created", "response": empty},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        *({"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_0", "delta": d}
+          for d in ('{"city":', '"Paris"}')),
+        {"type": "response.function_call_arguments.done", "output_index": 0, "item_id": "fc_0", "arguments": broken},
+    ]
+    if final == "output_item.done":
+        events.append({"type": "response.output_item.done", "output_index": 0, "item": done_item})
+    completed = {**empty, "status": "completed", "output": [done_item] if final == "terminal" else []}
+    events.append({"type": "response.completed", "response": completed})
+    fake.enqueue(Stream(to_chunks([{**e, "sequence_number": n} for n, e in enumerate(events)])))
+    result = stream(http, {"model": "m", "input": "Weather in Paris?", "tools": [
+        {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}]})
+    (call,) = [i for i in result.response["output"] if i["type"] == "function_call"]
+    assert call["arguments"] == whole
+    deltas = [e["delta"] for e in result.events if e["type"] == "response.function_call_arguments.delta"]
+    (done,) = [e for e in result.events if e["type"] == "response.function_call_arguments.done"]
+    assert "".join(deltas) == done["arguments"] == whole
+
+
 def test_missing_usage_is_estimated(http, fake):
     """Input from the request's items (tokens.estimate, as everywhere), output from the text produced."""
     output = [{"id": "rs_1", "type": "reasoning", "summary": [],
