@@ -95,4 +95,4 @@ def _quoted(texts: list[str], most: int = 5, longest: int = 200) -> str:
     read back whole)."""
     shown = [f"“{t if len(t) <= longest else t[:longest] + '…'}”" for t in texts[:most]]
     more = len(texts) - len(shown)
-    return ", ".join(shown) + (f" and {more} more." if more else ".")
+    return ", ".join(shown) + (f" and {more} more" if more else "")
