@@ -12,8 +12,7 @@ import socket
 import ssl
 
 KINDS = (
-    (ssl.SSLError, "TLS failed"),
-    (ssl.CertificateError, "TLS failed"),  # (an SSLError too; also raised alone by hostname checks)
+    (ssl.SSLError, "TLS failed"),  # (a certificate not accepted is one too: SSLCertVerificationError)
     (ConnectionRefusedError, "connection refused"),
     (socket.gaierror, "host name not found"),
     (TimeoutError, "timed out"),

@@ -20,6 +20,7 @@ from . import causes
 from .errors import UpstreamError
 from .routing import Router
 from .store.base import Store
+from .upstreams.base import Upstream
 
 log = logging.getLogger("responses_gateway")
 
@@ -68,24 +69,26 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 async def check_upstreams(router: Router) -> None:
-    """Ask each upstream (the demo aside) for its models, logging what it answered. The connections are
-    closed after: the server opens its own, in its own event loop."""
+    """Ask each upstream (the demo aside) for its models, all at once, logging what each answered. The
+    connections are closed after: the server opens its own, in its own event loop."""
     try:
-        for rule, upstream in zip(router.rules, router.upstreams, strict=True):
-            if rule.route.kind == "demo":
-                continue
-            try:
-                async with asyncio.timeout(UPSTREAM_CHECK_TIMEOUT):
-                    models = await upstream.list_models()
-            except UpstreamError:
-                # (what it answered, with the URL and what to change, is logged where it was called)
-                log.warning("upstream %s did not list its models at startup; requests to it fail until it does",
-                            upstream.label)
-            except TimeoutError:
-                log.warning("upstream %s did not list its models within %g s at startup", upstream.label,
-                            UPSTREAM_CHECK_TIMEOUT)
-            else:
-                names = ", ".join(str(m.get("id")) for m in models[:5]) + (", ..." if len(models) > 5 else "")
-                log.info("upstream %s answers: %d models (%s)", upstream.label, len(models), names)
+        await asyncio.gather(*(_check(upstream) for rule, upstream in zip(router.rules, router.upstreams, strict=True)
+                               if rule.route.kind != "demo"))
     finally:
         await router.close()
+
+
+async def _check(upstream: Upstream) -> None:
+    try:
+        async with asyncio.timeout(UPSTREAM_CHECK_TIMEOUT):
+            models = await upstream.list_models()
+    except UpstreamError:
+        # (what it answered, with the URL and what to change, is logged where it was called)
+        log.warning("upstream %s did not list its models at startup; requests to it fail until it does",
+                    upstream.label)
+    except TimeoutError:
+        log.warning("upstream %s did not list its models within %g s at startup", upstream.label,
+                    UPSTREAM_CHECK_TIMEOUT)
+    else:
+        names = ", ".join(str(m.get("id")) for m in models[:5]) + (", ..." if len(models) > 5 else "")
+        log.info("upstream %s answers: %d models (%s)", upstream.label, len(models), names)
