@@ -112,7 +112,7 @@ async def follow_db(store: EventLogs, response_id: str, after: int, poll: float,
         await asyncio.sleep(poll)
 
 
-async def logged_end(store: Store, response_id: str, after: int) -> bool:
+async def logged_end(store: EventLogs, response_id: str, after: int) -> bool:
     """Whether the database copy of the log ends with its terminal event at or before `after`: a follower
     resuming there is answered an empty stream at once (not the stored final state again, seconds later)."""
     last = await store.last_event(response_id)

@@ -19,7 +19,7 @@ import socket
 from . import causes
 from .errors import UpstreamError
 from .routing import Router
-from .store.base import Store
+from .store import Store
 from .upstreams.base import Upstream
 
 log = logging.getLogger("responses_gateway")
