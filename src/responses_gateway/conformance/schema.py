@@ -239,6 +239,20 @@ DIFFERENCES: dict[str, dict[str, Any]] = {
             },
         },
     },
+    "hosted_tool_choice": {
+        "why": "The document's response tool_choice has no hosted-tool form; OpenAI echoes the one a request "
+        "gave, e.g. {\"type\": \"web_search_preview\"} (openai SDK: ToolChoiceTypes, ToolChoiceMcp).",
+        "schemas": {
+            "HostedToolChoice": _obj({"type": {"enum": [
+                "file_search", "web_search", "web_search_2025_08_26", "web_search_preview",
+                "web_search_preview_2025_03_11", "code_interpreter", "image_generation", "computer_use_preview",
+                "mcp"]}}),
+        },
+        "add_properties": {"ResponseResource": {"tool_choice": {"oneOf": [
+            {"$ref": "#/components/schemas/FunctionToolChoice"}, {"$ref": "#/components/schemas/ToolChoiceValueEnum"},
+            {"$ref": "#/components/schemas/AllowedToolChoice"}, {"$ref": "#/components/schemas/HostedToolChoice"},
+        ]}}},
+    },
     "tool_search_and_namespaces": {
         "why": "The document has no tool search or namespaced tools; OpenAI (and Codex) use `namespace` tool "
         "groups, a client-executed `tool_search` tool, tool_search_call output items whose `arguments` is an "

@@ -20,6 +20,7 @@ in examples, and are never logged.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -97,10 +98,13 @@ def from_settings(settings: Settings, environ: Mapping[str, str] | None = None) 
     base = WebSearchConfig((), _split(settings.web_search_allow_domains), _split(settings.web_search_deny_domains),
                            settings.web_fetch_timeout, settings.web_fetch_max_bytes,
                            _split(settings.web_fetch_allow_hosts))
+    if table is None and not settings.web_search:
+        return None
+    if importlib.util.find_spec("selectolax") is None:
+        raise ValueError("web search needs the web-search extra: pip install 'responses-gateway[web-search]'")
     if table is not None:
         return _from_table(table, settings, env, f"{settings.config}: [web_search]", base)
-    if not settings.web_search:
-        return None
+    assert settings.web_search is not None
     providers = tuple(ProviderConfig(kind, url, getattr(settings, KEY_SETTINGS[kind], None) if kind in KEY_SETTINGS
                                      else None, settings.web_search_rate, settings.web_search_cache_ttl,
                                      settings.web_search_timeout)
