@@ -18,7 +18,7 @@ from responses_gateway.config import Settings
 from responses_gateway.tools.web_search.render import CLOSE, OPEN
 from tests import helpers
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
-from tests.support.fake_web import ConnectionCounter, FakeWeb
+from tests.support.fake_web import ConnectionCounter
 from tests.support.server import GatewayServer
 
 stream = helpers.stream
@@ -26,13 +26,8 @@ TITLE = "Interest rates & the Fed – Example News"
 
 
 @pytest.fixture(scope="module")
-def web():
-    with FakeWeb() as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def ws_gateway(_upstream_server, web, tmp_path_factory):
+def ws_gateway(_upstream_server, _fake_web, tmp_path_factory):
+    web = _fake_web
     db = tmp_path_factory.mktemp("websearch") / "db.sqlite"
     settings = Settings(upstream_url=_upstream_server.base_url, db=str(db), web_search=f"searxng={web.url}/searxng",
                         web_fetch_allow_hosts=web.host, web_fetch_timeout=2.0, web_fetch_max_bytes=1_000_000,
@@ -43,7 +38,6 @@ def ws_gateway(_upstream_server, web, tmp_path_factory):
 
 @pytest.fixture
 def http(ws_gateway, web):
-    web.reset()
     with httpx.Client(base_url=ws_gateway.url, timeout=30) as client:
         yield client
 

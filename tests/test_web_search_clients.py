@@ -13,7 +13,6 @@ import pytest
 
 from responses_gateway.config import Settings
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
-from tests.support.fake_web import FakeWeb
 from tests.support.node import require_node_packages, run_node_script
 from tests.support.server import GatewayServer
 
@@ -21,18 +20,8 @@ TITLE = "Interest rates & the Fed – Example News"
 
 
 @pytest.fixture(scope="module")
-def web():
-    with FakeWeb() as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def fresh(web):
-    web.reset()
-
-
-@pytest.fixture(scope="module")
-def ws_gateway(_upstream_server, web, tmp_path_factory):
+def ws_gateway(_upstream_server, _fake_web, tmp_path_factory):
+    web = _fake_web
     db = tmp_path_factory.mktemp("websearch-clients") / "db.sqlite"
     settings = Settings(upstream_url=_upstream_server.base_url, db=str(db), web_search=f"searxng={web.url}/searxng",
                         web_fetch_allow_hosts=web.host, web_search_cache_ttl=0)

@@ -28,22 +28,10 @@ from responses_gateway.tools.web_search.provider import ProviderError, Query
 from responses_gateway.tools.web_search.searxng import SearXNG
 from responses_gateway.tools.web_search.service import WebSearch
 from responses_gateway.tools.web_search.tavily import Tavily
-from tests.support.fake_web import FakeWeb
 from tests.support.mcp_server import build_app
 from tests.support.server import UvicornThread
 
 BERLIN = Location(city="Berlin", country="DE", region="Berlin", timezone="Europe/Berlin")
-
-
-@pytest.fixture(scope="module")
-def web():
-    with FakeWeb() as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def fresh(web):
-    web.reset()
 
 
 def run(coro):

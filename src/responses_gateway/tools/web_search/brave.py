@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import locales
-from .provider import HTTPProvider, Query, Result, endpoint, result
+from .provider import HTTPProvider, Query, Result, endpoint, read_results
 
 MAX_COUNT = 20
 
@@ -35,10 +35,7 @@ class Brave(HTTPProvider):
                                    headers=headers)
         web = data.get("web") if isinstance(data, dict) else None
         found = web.get("results") if isinstance(web, dict) else None
-        if not isinstance(found, list):
-            return []
-        return [r for r in (result(x.get("url"), x.get("title"), _snippet(x), query.snippet)
-                            for x in found if isinstance(x, dict)) if r is not None]
+        return read_results(found, _snippet, query.snippet)
 
     def error_text(self, data: Any) -> str | None:
         error = data.get("error") if isinstance(data, dict) else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .provider import HTTPProvider, Query, Result, endpoint, result
+from .provider import HTTPProvider, Query, Result, endpoint, read_results
 
 
 class Exa(HTTPProvider):
@@ -27,10 +27,7 @@ class Exa(HTTPProvider):
         headers = {"x-api-key": self.api_key} if self.api_key else {}
         data = await self.exchange("POST", endpoint(self.url, "/search"), body=body, headers=headers)
         found = data.get("results") if isinstance(data, dict) else None
-        if not isinstance(found, list):
-            return []
-        return [r for r in (result(x.get("url"), x.get("title"), _snippet(x), query.snippet)
-                            for x in found if isinstance(x, dict)) if r is not None]
+        return read_results(found, _snippet, query.snippet)
 
     def error_text(self, data: Any) -> str | None:
         error = data.get("error") if isinstance(data, dict) else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -92,6 +93,14 @@ def result(url: Any, title: Any, snippet: Any, limit: int) -> Result | None:
     except ValueError:
         return None
     return Result(url, clean(title, 300) or url, clean(snippet, limit))
+
+
+def read_results(found: Any, snippet: Callable[[dict[str, Any]], Any], limit: int) -> list[Result]:
+    """A provider's list of result objects (url, title, and `snippet(item)`) → Results; anything else → []."""
+    if not isinstance(found, list):
+        return []
+    return [r for r in (result(x.get("url"), x.get("title"), snippet(x), limit) for x in found if isinstance(x, dict))
+            if r is not None]
 
 
 def endpoint(base: str, path: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import locales
-from .provider import HTTPProvider, Query, Result, endpoint, result
+from .provider import HTTPProvider, Query, Result, endpoint, read_results
 
 
 class SearXNG(HTTPProvider):
@@ -23,10 +23,7 @@ class SearXNG(HTTPProvider):
             params["language"] = language
         data = await self.exchange("GET", endpoint(self.url, "/search"), params=params)
         found = data.get("results") if isinstance(data, dict) else None
-        if not isinstance(found, list):
-            return []
-        return [r for r in (result(x.get("url"), x.get("title"), x.get("content"), query.snippet)
-                            for x in found if isinstance(x, dict)) if r is not None]
+        return read_results(found, lambda x: x.get("content"), query.snippet)
 
     def explain(self, status: int, raw: bytes) -> str:
         if status == 403:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import locales
-from .provider import HTTPProvider, Query, Result, endpoint, result
+from .provider import HTTPProvider, Query, Result, endpoint, read_results
 
 MAX_COUNT = 20
 
@@ -32,10 +32,7 @@ class Tavily(HTTPProvider):
         headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         data = await self.exchange("POST", endpoint(self.url, "/search"), body=body, headers=headers)
         found = data.get("results") if isinstance(data, dict) else None
-        if not isinstance(found, list):
-            return []
-        return [r for r in (result(x.get("url"), x.get("title"), x.get("content"), query.snippet)
-                            for x in found if isinstance(x, dict)) if r is not None]
+        return read_results(found, lambda x: x.get("content"), query.snippet)
 
     def error_text(self, data: Any) -> str | None:
         detail = data.get("detail") if isinstance(data, dict) else None
