@@ -334,3 +334,38 @@ def test_the_recorded_openai_web_search_streams_pass_our_checker():
             validate_response(result.response, upstream=True)
         else:
             validate_response(recording.body, upstream=True)
+
+
+def test_in_a_background_response_too(http, upstream, web):
+    """The same tool, limits and refusals when the response runs as a background job (stored, then polled)."""
+    upstream.enqueue(tool_calls_stream([("c1", "web_search", [json.dumps({"queries": ["rates"]})]),
+                                        ("c2", "web_search", [json.dumps({"url": "http://10.0.0.9/"})])]))
+    upstream.enqueue(text_stream(["Background answer."]))
+    resp = http.post("/v1/responses", json={"model": "m", "input": "q", "background": True,
+                                            "tools": [{"type": "web_search"}]})
+    assert resp.status_code == 200, resp.text
+    rid = resp.json()["id"]
+    import time
+
+    deadline = time.monotonic() + 20
+    while (done := http.get(f"/v1/responses/{rid}").json())["status"] in ("queued", "in_progress"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert done["status"] == "completed"
+    searched, refused = done["output"][:2]
+    assert (searched["status"], refused["status"]) == ("completed", "failed")
+    assert "private address; refused" in tool_output(upstream, 1)
+
+
+def test_the_deployments_deny_list_beats_any_request(upstream, web, _upstream_server):
+    settings = Settings(upstream_url=_upstream_server.base_url, db="none", web_search=f"searxng={web.url}/searxng",
+                        web_fetch_allow_hosts=web.host, web_search_deny_domains="127.0.0.1")
+    with GatewayServer(settings) as gw, httpx.Client(base_url=gw.url, timeout=30) as client:
+        upstream.enqueue(tool_calls_stream([("c1", "web_search", [json.dumps({"queries": ["rates"]})]),
+                                            ("c2", "web_search", [json.dumps({"url": web.page("article")})])]))
+        upstream.enqueue(text_stream(["Nothing."]))
+        result = stream(client, {"model": "m", "input": "q", "include": ["web_search_call.results"],
+                                 "tools": [{"type": "web_search", "filters": {"allowed_domains": ["127.0.0.1"]}}]})
+    searched, opened = result.response["output"][:2]
+    assert searched["results"] == [] and opened["status"] == "failed"
+    assert "blocked domain" in opened["error"] and web.seen("/pages") == []
