@@ -369,3 +369,25 @@ def test_the_deployments_deny_list_beats_any_request(upstream, web, _upstream_se
     searched, opened = result.response["output"][:2]
     assert searched["results"] == [] and opened["status"] == "failed"
     assert "blocked domain" in opened["error"] and web.seen("/pages") == []
+
+
+def test_over_a_websocket_turn_too(ws_gateway, upstream, web):
+    """WebSocket mode (Codex's transport): the same items, citations and refusals, one event per frame."""
+    from websockets.sync.client import connect
+
+    from tests.support.stream_check import check_stream
+    from tests.test_websocket import read_turn, send, ws_url
+
+    article = web.page("article")
+    upstream.enqueue(tool_calls_stream([("c1", "web_search", [json.dumps({"queries": ["rates"]})]),
+                                        ("c2", "web_search", [json.dumps({"url": "http://[::ffff:127.0.0.1]:1/"})])]))
+    upstream.enqueue(text_stream(["See ", f"([news]({article}))"]))
+    with connect(ws_url(ws_gateway)) as ws:
+        send(ws, model="m", input="q", store=False, tools=[{"type": "web_search"}])
+        events = read_turn(ws)
+    sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    result = check_stream(sse)
+    searched, refused, message = result.response["output"]
+    assert (searched["status"], refused["status"]) == ("completed", "failed")
+    assert message["content"][0]["annotations"][0]["url"] == article
+    assert "IPv4-mapped" in tool_output(upstream, 1) or "loopback" in tool_output(upstream, 1)
