@@ -7,6 +7,7 @@ import contextlib
 import gc
 import logging
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import orjson
 from starlette.applications import Starlette
@@ -15,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
-from . import logs, metrics, tracing
+from . import access, logs, metrics, tracing
 from .api import conversations
 from .api.admission import Admission, AdmissionLimits
 from .api.auth import KeyAuth, start_owners
@@ -34,6 +35,9 @@ from .shutdown import on_sigterm
 from .store import Store, open_store
 from .tools.kits import Toolbox
 from .upstreams.base import Upstream
+
+if TYPE_CHECKING:
+    from .tools.web_search.service import WebSearch
 
 log = logging.getLogger("responses_gateway")
 
@@ -58,6 +62,20 @@ def make_background(settings: Settings, store: Store) -> Background:
 
         bus = RedisBus(settings.redis_url, settings.redis_event_ttl, settings.redis_cluster)
     return Background(settings, store, bus)
+
+
+def make_web_search(settings: Settings) -> WebSearch | None:
+    """The web search providers (docs/web-search.md), when the deployment configures any."""
+    from .tools.web_search.config import from_settings
+
+    config = from_settings(settings)
+    if config is None:
+        return None
+    from .tools.web_search.service import WebSearch
+
+    search = WebSearch(config)
+    log.info("web_search: %s", search.label)
+    return search
 
 
 def make_shared_limits(settings: Settings) -> SharedLimits | None:
@@ -117,9 +135,19 @@ async def list_models(request: Request) -> Response:
 
 class Gateway(Starlette):
     """The app, keeping the server's own `send` in the scope: a stream's body goes out through it, not
-    through starlette's wrappers (api/streaming.py)."""
+    through starlette's wrappers (api/streaming.py). With `access_log`, each HTTP request is served through
+    `access.served`, whose counting `send` is the one kept (access.py)."""
+
+    access_log = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.access_log and scope["type"] == "http":
+            await access.served(scope, receive, send, self._serve)
+            return
+        scope[SERVER_SEND] = send
+        await super().__call__(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope[SERVER_SEND] = send
         await super().__call__(scope, receive, send)
 
@@ -139,6 +167,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             jobs = make_background(settings, store)
             await jobs.open()
         app.state.background = jobs
+        app.state.web_search = web_search = make_web_search(settings)  # None: the web_search tool is unavailable
         app.state.toolbox = Toolbox.for_services(app.state)  # the gateway-run tools this deployment can run
         app.state.owners = await start_owners(keys, settings.owner_secret, store)
         if shared is not None and keys and store is None and not settings.owner_secret:
@@ -154,6 +183,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             if purger is not None:
                 purger.cancel()
             await live.close()
+            if web_search is not None:
+                await web_search.aclose()
             if shared is not None:
                 await shared.close()
             if store is not None:
@@ -186,6 +217,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
         exception_handlers=HANDLERS,
         lifespan=lifespan,
     )
+    app.access_log = settings.access_log
     keys = settings.load_api_keys()
     shared = make_shared_limits(settings)
     app.add_middleware(Admission, limits=AdmissionLimits(settings.max_in_flight, settings.key_max_in_flight,

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .. import metrics, offload
+from .. import access, metrics, offload
 from ..edge import edge_of
 from ..errors import SERVER_ERROR, APIError
 from ..pipeline import SHUTTING_DOWN, ending
@@ -67,7 +67,12 @@ async def responses_websocket(websocket: WebSocket) -> None:
         return await refuse(websocket)
     await websocket.accept()
     metrics.websocket_connections.inc()
-    await Connection(websocket, state).serve()
+    opened = access.websocket_opened(websocket.scope) if state.settings.access_log else None
+    try:
+        await Connection(websocket, state).serve()
+    finally:
+        if opened is not None:
+            access.websocket_closed(websocket.scope, opened)
 
 
 async def refuse(websocket: WebSocket) -> None:
