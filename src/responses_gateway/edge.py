@@ -358,6 +358,9 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         status, reason, message = self._refusal
         self._disarm()
         _closing(self, reason, message)
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.transport.close()  # a pipelined request while a response is being sent: no room for an answer
+            return
         body = orjson.dumps(APIError(status, message, code=reason).body())
         self.transport.write(b"".join([
             b"HTTP/1.1 %d %s\r\n" % (status, PHRASES[status]),
