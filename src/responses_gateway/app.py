@@ -16,7 +16,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
 from . import logs, metrics, tracing
-from .api import conversations
+from .api import containers, conversations
 from .api.admission import Admission, AdmissionLimits
 from .api.auth import KeyAuth, start_owners
 from .api.compact import compact_response
@@ -32,6 +32,7 @@ from .config import Settings
 from .routing import Router, Rule, load_rules
 from .shutdown import on_sigterm
 from .store import Store, open_store
+from .tools.code_interpreter import service as code_interpreter
 from .tools.kits import Toolbox
 from .upstreams.base import Upstream
 
@@ -138,7 +139,11 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             jobs = make_background(settings, store)
             await jobs.open()
         app.state.background = jobs
+        # code_interpreter: containers of this process, the sandbox tried once (tools/code_interpreter/service.py)
+        app.state.code_interpreter, app.state.code_interpreter_problem = await code_interpreter.start(settings, store)
         app.state.toolbox = Toolbox.for_services(app.state)  # the gateway-run tools this deployment can run
+        if app.state.code_interpreter_problem is not None:
+            app.state.toolbox = code_interpreter.refusing(app.state.toolbox, app.state.code_interpreter_problem)
         app.state.owners = await start_owners(keys, settings.owner_secret, store)
         if shared is not None and keys and store is None and not settings.owner_secret:
             log.warning("per-key limits in Redis need the same owner secret in every process: without a "
@@ -150,6 +155,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             if jobs is not None:
                 await jobs.drain(settings.drain_timeout)
                 await jobs.close()
+            if app.state.code_interpreter is not None:
+                await app.state.code_interpreter.close()
             if purger is not None:
                 purger.cancel()
             await live.close()
@@ -181,6 +188,17 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.get_item, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item,
                   methods=["DELETE"]),
+            # the Containers API (code_interpreter's containers and their files)
+            Route("/v1/containers", containers.create_container, methods=["POST"]),
+            Route("/v1/containers", containers.list_containers, methods=["GET"]),
+            Route("/v1/containers/{container_id}", containers.get_container, methods=["GET"]),
+            Route("/v1/containers/{container_id}", containers.delete_container, methods=["DELETE"]),
+            Route("/v1/containers/{container_id}/files", containers.create_file, methods=["POST"]),
+            Route("/v1/containers/{container_id}/files", containers.list_files, methods=["GET"]),
+            Route("/v1/containers/{container_id}/files/{file_id}", containers.get_file, methods=["GET"]),
+            Route("/v1/containers/{container_id}/files/{file_id}", containers.delete_file, methods=["DELETE"]),
+            Route("/v1/containers/{container_id}/files/{file_id}/content", containers.get_file_content,
+                  methods=["GET"]),
         ],
         exception_handlers=HANDLERS,
         lifespan=lifespan,

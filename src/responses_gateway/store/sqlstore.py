@@ -13,6 +13,7 @@ from typing import Protocol
 from urllib.parse import urlparse
 
 from .base import DB_TIMEOUT, Engine
+from .containers import ContainerQueries, Containers
 from .conversations import ConversationQueries, Conversations
 from .jobs import EventLogQueries, EventLogs, JobQueries, Jobs
 from .postgres import Postgres
@@ -43,11 +44,12 @@ class Lifecycle(Protocol):
         ...
 
 
-class Store(Lifecycle, Responses, Conversations, Jobs, EventLogs, Secrets, Retention, Protocol):
+class Store(Lifecycle, Responses, Conversations, Jobs, EventLogs, Secrets, Retention, Containers, Protocol):
     """The whole store, for what holds it (the app) or uses most of it (background.py)."""
 
 
-class SQLStore(ResponseQueries, ConversationQueries, JobQueries, EventLogQueries, SecretQueries, RetentionQueries):
+class SQLStore(ResponseQueries, ConversationQueries, JobQueries, EventLogQueries, SecretQueries, RetentionQueries,
+               ContainerQueries):
     def __init__(self, engine: Engine, retention_days: float):
         self.engine = engine
         # whole seconds, rounded up: even a tiny retention keeps a response past the second it was made in

@@ -171,9 +171,12 @@ class Bubblewrap:
             elif os.path.isdir(top):
                 args += ["--ro-bind", top, top]
             made.add(top)
-        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(spec.limits.tmp_bytes), "--tmpfs", "/tmp"]
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(spec.limits.tmp_bytes),
+                 "--tmpfs", "/tmp"]
         for name in ("passwd", "group", "hosts"):
             mount("--ro-bind", str(self.base / "etc" / name), f"/etc/{name}")
+        if os.path.isdir("/etc/fonts"):  # fontconfig's settings (matplotlib asks fc-list for the system's fonts)
+            mount("--ro-bind", "/etc/fonts", "/etc/fonts")
         for path in self.python.mounts():
             if not any(path == m or path.startswith(m.rstrip("/") + "/") for m in ("/usr",)):
                 mount("--ro-bind", path, path)

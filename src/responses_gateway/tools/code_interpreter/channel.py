@@ -10,8 +10,8 @@ Every wait has a deadline and every resource a limit, enforced here whatever the
 - memory: each process's address space is capped by the worker's rlimit, and the resident memory of the
   whole process tree is read from /proc four times a second while a cell runs (every two seconds between
   cells): over the container's limit, it is killed;
-- disk: a file larger than `file_bytes` cannot be written (EFBIG); all of /mnt/data over `disk_bytes` stops
-  the cell;
+- disk: a file larger than `file_bytes` cannot be written (EFBIG); all of /mnt/data over `disk_bytes`
+  (measured four times a second while a cell runs) stops the cell;
 - processes: the worker's RLIMIT_NPROC (counted in the sandbox's own user namespace).
 
 Reads of the pipes happen on the event loop (they are non-blocking), the /proc and directory walks in a
@@ -336,7 +336,6 @@ class Interpreter:
     async def _watch(self) -> None:
         limits = self.limits
         data = self.spec.data
-        last_disk = 0.0
         while self.alive:
             await asyncio.sleep(0.25 if self.running else 2.0)
             rss = await asyncio.to_thread(self.rss)
@@ -344,9 +343,7 @@ class Interpreter:
                 log.warning("container using %d MiB of memory (limit %d MiB): killed", rss >> 20, limits.memory >> 20)
                 self.kill("memory")
                 return
-            now = time.monotonic()
-            if self.running and now - last_disk >= 1.0:
-                last_disk = now
+            if self.running:
                 used = await asyncio.to_thread(disk_usage, data, limits.disk_bytes)
                 if used > limits.disk_bytes and self.interrupted is None:
                     self.interrupted = "disk"

@@ -134,6 +134,7 @@ def worker_environment() -> dict[str, str]:
         "TMPDIR": "/tmp",
         "MPLBACKEND": "Agg",  # headless: figures are saved, never shown
         "MPLCONFIGDIR": "/tmp/.config/matplotlib",
+        "XDG_CACHE_HOME": "/tmp/.cache",
         "PYTHONDONTWRITEBYTECODE": "1",
         "OPENBLAS_NUM_THREADS": "1",  # one thread each: threads count against the process limit
         "OMP_NUM_THREADS": "1",
