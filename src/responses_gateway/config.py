@@ -108,7 +108,7 @@ class Settings:
     code_interpreter_disk_bytes: int = 1 << 30
     code_interpreter_file_bytes: int = 32 << 20
     code_interpreter_idle_minutes: int = 20
-    code_interpreter_key_containers: int = 8
+    code_interpreter_key_containers: int = 100
     code_interpreter_max_live: int = 16
     public_url: str | None = None
 

@@ -61,7 +61,7 @@ class Options:
     limits: Limits = Limits()  # per call; `memory` is each container's own
     max_memory: str = "4g"
     idle_minutes: int = 20
-    key_containers: int = 8
+    key_containers: int = 100
     max_live: int = 16
     stored_file_bytes: int = 32 << 20  # larger files stay in the live container only
 
