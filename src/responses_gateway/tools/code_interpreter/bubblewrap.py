@@ -40,6 +40,9 @@ SANDBOX_UID = 1000  # the code's uid inside its namespace
 WORKER_PATH = "/opt/responses-gateway/worker.py"
 TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 HELPER_TIMEOUT = 10.0
+# bubblewrap's own environment: its init stays in the sandbox (PID 1), and a process's environment can be
+# read in /proc by a process of the same uid, so it gets nothing of the gateway's (no RG_*, no keys).
+BARE = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 
 
 class Bubblewrap:
@@ -117,7 +120,7 @@ class Bubblewrap:
             args = self.arguments(spec, requests_r, replies_w, info_w, filter_r, userns)
             process = await asyncio.create_subprocess_exec(
                 self.bwrap, *args, stdin=subprocess.DEVNULL, stdout=output_w, stderr=output_w,
-                pass_fds=child_fds, start_new_session=True)
+                pass_fds=child_fds, start_new_session=True, env=BARE)
         except BaseException:
             for fd in (requests_w, replies_r, output_r, info_r, output_w, filter_w):
                 if fd >= 0:
@@ -210,7 +213,7 @@ class Bubblewrap:
         helper = await asyncio.create_subprocess_exec(
             "unshare", "--user", "sh", "-c",
             "echo ready; read go; exec sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && echo set; read done'",
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=BARE)
         assert helper.stdin is not None and helper.stdout is not None
         try:
             async with asyncio.timeout(HELPER_TIMEOUT):

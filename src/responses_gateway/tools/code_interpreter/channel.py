@@ -271,7 +271,7 @@ class Interpreter:
         if reply is None:
             why = self.killed or "crashed"
             self.killed = self.killed or why
-            return Result(why, logs + _explain(why, self.limits), seconds=seconds, restarted=True)
+            return Result(why, logs + _explain(why, self.limits, restarted=True), seconds=seconds, restarted=True)
         kind = str(reply.get("kind", "error"))
         error = reply.get("error")
         if kind == "interrupted" and self.interrupted is not None:
@@ -404,17 +404,16 @@ def disk_usage(path: os.PathLike[str] | str, stop: int) -> int:
     return total
 
 
-def _explain(kind: str, limits: Limits) -> str:
-    return {
+def _explain(kind: str, limits: Limits, restarted: bool = False) -> str:
+    said = {
         "timeout": f"Execution timed out after {limits.timeout:g} seconds: the cell was interrupted.",
         "output": f"Output limit exceeded: the cell was stopped after {limits.stop_output_bytes:,} bytes of output.",
         "disk": f"Disk limit exceeded: /mnt/data may hold {limits.disk_bytes:,} bytes; the cell was stopped.",
         "cpu": f"CPU time limit exceeded ({limits.cpu:g} seconds): the cell was stopped.",
         "memory": f"Memory limit exceeded ({limits.memory >> 20} MiB).",
         "crashed": "The interpreter stopped unexpectedly.",
-    }.get(kind, "") + _restart_note(kind)
-
-
-def _restart_note(kind: str) -> str:
-    return " The container's interpreter was restarted: variables were lost; files in /mnt/data were kept." \
-        if kind in ("crashed",) else ""
+    }.get(kind, "")
+    if restarted:
+        said += (" The interpreter was killed and will be restarted on the next call: its variables were lost; "
+                 "files in /mnt/data were kept.")
+    return said

@@ -275,8 +275,13 @@ class Registry:
         changed: list[dict[str, Any]] = []
         notes: list[str] = []
         limit = self.options.stored_file_bytes
+        room = self.options.limits.disk_bytes  # what one call may add to the store, at most
         for path, seen in sorted(now.items()):
             if live.seen.get(path) == seen and path in live.stored:
+                continue
+            if seen.size > room:
+                notes.append(f"{path} was not kept as a container file: this call's files are over the "
+                             f"{self.options.limits.disk_bytes:,} bytes a container may hold.")
                 continue
             if seen.size > limit:
                 notes.append(f"{path} ({seen.size:,} bytes) is larger than the {limit:,} bytes a container file may "
@@ -285,6 +290,7 @@ class Registry:
             content = await asyncio.to_thread(files.read, str(live.data), path, limit)
             if content is None:
                 continue
+            room -= len(content)
             known = live.stored.get(path)
             stored = await self.store.put_container_file(
                 {"id": known[0] if known else new_id("cfile"), "container_id": live.id, "path": path,
