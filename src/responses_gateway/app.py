@@ -17,6 +17,7 @@ from starlette.types import Receive, Scope, Send
 
 from . import logs, metrics, tracing
 from .api import conversations
+from .api import files as files_api
 from .api.admission import Admission, AdmissionLimits
 from .api.auth import KeyAuth, start_owners
 from .api.compact import compact_response
@@ -80,6 +81,18 @@ async def purge_forever(store: Store, every: float = 3600.0, event_retention: fl
         await asyncio.sleep(every)
 
 
+async def sweep_files_forever(store: Store, every: float = 3600.0) -> None:
+    """Expired files (and the bytes of uploads that died) are removed at startup and then every hour."""
+    while True:
+        try:
+            swept = await store.purge_files()
+            if swept:
+                log.info("expiry removed %d files", swept)
+        except Exception:
+            log.exception("file expiry sweep failed")
+        await asyncio.sleep(every)
+
+
 async def metrics_endpoint(request: Request) -> Response:
     return Response(metrics.render(), headers={"content-type": metrics.CONTENT_TYPE})
 
@@ -130,11 +143,12 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
         app.state.settings = settings
         app.state.router = live = router or make_router(settings, upstream)
         app.state.store = store = make_store(settings)
-        purger = jobs = None
+        purger = jobs = sweeper = None
         if store is not None:
             await store.open()
             await store.upgrade()
             purger = asyncio.create_task(purge_forever(store, event_retention=settings.event_retention_hours * 3600))
+            sweeper = asyncio.create_task(sweep_files_forever(store))  # files (api/files.py)
             jobs = make_background(settings, store)
             await jobs.open()
         app.state.background = jobs
@@ -152,6 +166,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
                 await jobs.close()
             if purger is not None:
                 purger.cancel()
+            if sweeper is not None:
+                sweeper.cancel()
             await live.close()
             if shared is not None:
                 await shared.close()
@@ -181,6 +197,12 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.get_item, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item,
                   methods=["DELETE"]),
+            # Files (api/files.py; docs/file-search.md)
+            Route("/v1/files", files_api.create_file, methods=["POST"]),
+            Route("/v1/files", files_api.list_files, methods=["GET"]),
+            Route("/v1/files/{file_id}", files_api.get_file, methods=["GET"]),
+            Route("/v1/files/{file_id}", files_api.delete_file, methods=["DELETE"]),
+            Route("/v1/files/{file_id}/content", files_api.file_content, methods=["GET"]),
         ],
         exception_handlers=HANDLERS,
         lifespan=lifespan,

@@ -2,11 +2,12 @@
 
 from .base import Page
 from .conversations import Conversations
+from .files import Files
 from .jobs import EventLogs, Jobs
 from .responses import Responses
 from .retention import Retention
 from .secrets import Secrets
 from .sqlstore import Lifecycle, SQLStore, Store, open_store
 
-__all__ = ["Conversations", "EventLogs", "Jobs", "Lifecycle", "Page", "Responses", "Retention", "SQLStore",
+__all__ = ["Conversations", "Files", "EventLogs", "Jobs", "Lifecycle", "Page", "Responses", "Retention", "SQLStore",
            "Secrets", "Store", "open_store"]

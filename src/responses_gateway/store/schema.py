@@ -70,11 +70,32 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX response_events_created_at ON response_events (created_at)",
     ],
+    [  # 5: the Files API (store/files.py): a row per file; its bytes beside the SQLite file, or in
+        # rg_file_parts (1 MiB parts) on PostgreSQL, so that every replica serves every file
+        """CREATE TABLE rg_files (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            expires_at BIGINT,
+            bytes BIGINT NOT NULL,
+            purpose TEXT NOT NULL,
+            body TEXT NOT NULL
+        )""",
+        "CREATE INDEX rg_files_owner ON rg_files (owner, created_at, id)",
+        "CREATE INDEX rg_files_expires_at ON rg_files (expires_at)",
+        """CREATE TABLE rg_file_parts (
+            file_id TEXT NOT NULL,
+            part INTEGER NOT NULL,
+            created_at BIGINT NOT NULL,
+            data BYTEA NOT NULL,
+            PRIMARY KEY (file_id, part)
+        )""",
+    ],
 ]
 
 
 # Tables with an `owner` column: `reown` moves their rows from an old owner id to a new one.
-OWNED_TABLES = ("responses", "items", "conversations")
+OWNED_TABLES = ("responses", "items", "conversations", "rg_files")
 
 # A background response still running (its row exists since it was queued): not chainable yet, leased.
 ACTIVE = "('queued', 'in_progress')"

@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 
 from .base import DB_TIMEOUT, Engine
 from .conversations import ConversationQueries, Conversations
+from .files import FileQueries, Files, blobs_for
 from .jobs import EventLogQueries, EventLogs, JobQueries, Jobs
 from .postgres import Postgres
 from .responses import ResponseQueries, Responses
@@ -43,13 +44,15 @@ class Lifecycle(Protocol):
         ...
 
 
-class Store(Lifecycle, Responses, Conversations, Jobs, EventLogs, Secrets, Retention, Protocol):
+class Store(Lifecycle, Responses, Conversations, Jobs, EventLogs, Secrets, Retention, Files, Protocol):
     """The whole store, for what holds it (the app) or uses most of it (background.py)."""
 
 
-class SQLStore(ResponseQueries, ConversationQueries, JobQueries, EventLogQueries, SecretQueries, RetentionQueries):
+class SQLStore(ResponseQueries, ConversationQueries, JobQueries, EventLogQueries, SecretQueries, RetentionQueries,
+               FileQueries):
     def __init__(self, engine: Engine, retention_days: float):
         self.engine = engine
+        self.blobs = blobs_for(engine)  # uploaded files' bytes (store/files.py)
         # whole seconds, rounded up: even a tiny retention keeps a response past the second it was made in
         self.retention = max(2, math.ceil(retention_days * 86400))
         self.label = engine.label
