@@ -22,6 +22,7 @@ from starlette.types import Message
 from ..errors import APIError, invalid
 from ..ids import new_id
 from ..store.files import Files
+from ..store.vector_stores import VectorStores
 from .paging import page_body
 from .responses import owner
 
@@ -194,6 +195,10 @@ async def get_file(request: Request) -> Response:
 async def delete_file(request: Request) -> Response:
     file_id = request.path_params["file_id"]
     store = files_store(request)
+    if await store.get_file(file_id, owner(request)) is None:
+        raise file_not_found(file_id)
+    vector_stores: VectorStores = request.app.state.store
+    await vector_stores.detach_file(file_id, owner(request))  # it leaves every vector store, as OpenAI's does
     if not await store.delete_file(file_id, owner(request)):
         raise file_not_found(file_id)
     return json_response({"id": file_id, "object": "file", "deleted": True})

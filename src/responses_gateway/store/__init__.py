@@ -8,6 +8,7 @@ from .responses import Responses
 from .retention import Retention
 from .secrets import Secrets
 from .sqlstore import Lifecycle, SQLStore, Store, open_store
+from .vector_stores import VectorStores
 
 __all__ = ["Conversations", "Files", "EventLogs", "Jobs", "Lifecycle", "Page", "Responses", "Retention", "SQLStore",
-           "Secrets", "Store", "open_store"]
+           "Secrets", "Store", "VectorStores", "open_store"]

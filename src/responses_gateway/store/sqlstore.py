@@ -22,6 +22,7 @@ from .retention import Retention, RetentionQueries
 from .schema import MIGRATIONS
 from .secrets import SecretQueries, Secrets
 from .sqlite import SQLite, default_sqlite_path
+from .vector_stores import VectorStoreQueries, VectorStores
 
 
 class Lifecycle(Protocol):
@@ -44,12 +45,13 @@ class Lifecycle(Protocol):
         ...
 
 
-class Store(Lifecycle, Responses, Conversations, Jobs, EventLogs, Secrets, Retention, Files, Protocol):
+class Store(Lifecycle, Responses, Conversations, Jobs, EventLogs, Secrets, Retention, Files, VectorStores,
+            Protocol):
     """The whole store, for what holds it (the app) or uses most of it (background.py)."""
 
 
 class SQLStore(ResponseQueries, ConversationQueries, JobQueries, EventLogQueries, SecretQueries, RetentionQueries,
-               FileQueries):
+               FileQueries, VectorStoreQueries):
     def __init__(self, engine: Engine, retention_days: float):
         self.engine = engine
         self.blobs = blobs_for(engine)  # uploaded files' bytes (store/files.py)
@@ -62,7 +64,9 @@ class SQLStore(ResponseQueries, ConversationQueries, JobQueries, EventLogQueries
 
     async def upgrade(self) -> int:
         """Apply pending migrations (safe when several processes start at once); returns the version."""
-        return await self.engine.migrate(MIGRATIONS)
+        version = await self.engine.migrate(MIGRATIONS)
+        await self.ensure_search_index()  # the engine's own keyword index of vector store chunks
+        return version
 
     async def ping(self) -> None:
         await self.engine.fetchone("SELECT 1", ())
