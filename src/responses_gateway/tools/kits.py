@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
+from .file_search.kit import KIT as FILE_SEARCH
 from .frame import Kit
 from .mcp.kit import KIT as MCP
 
@@ -25,7 +26,10 @@ log = logging.getLogger("responses_gateway.tools")
 ENTRY_POINTS = "responses_gateway.tools"
 
 # In order: annotators of earlier kits see the text first (one that removes citation markers goes first).
-BUILTIN: tuple[Kit, ...] = (MCP,)
+BUILTIN: tuple[Kit, ...] = (
+    FILE_SEARCH,
+    MCP,
+)
 
 
 _registered: list[Kit] = []
