@@ -209,9 +209,22 @@ def test_the_stored_outputs_go_upstream_even_when_the_client_replays_the_call_wi
     assert {"role": "tool", "tool_call_id": call["id"], "content": "kept server-side"} in messages
 
 
-def test_a_container_that_is_not_the_keys_fails_the_call_with_a_message(client, upstream):
-    response = run_code(client, upstream, "1", tools=[{"type": "code_interpreter",
-                                                       "container": "cntr_" + "0" * 48}])
+def test_an_unknown_container_or_file_is_a_404_before_the_response_starts(client, upstream):
+    for tools, param in (([{"type": "code_interpreter", "container": "cntr_" + "0" * 48}], "tools[0].container"),
+                         ([{"type": "code_interpreter", "container": {"type": "auto", "file_ids": ["file-nope"]}}],
+                          "tools[0].container.file_ids")):
+        with pytest.raises(openai.NotFoundError) as caught:
+            client.responses.create(model="m", input="x", tools=tools)
+        assert caught.value.body["param"] == param
+    assert upstream.requests == []
+
+
+def test_a_container_deleted_while_the_response_runs_fails_the_call_with_a_message(client, upstream):
+    container = client.containers.create(name="short-lived")
+    upstream.enqueue(lambda request: (client.containers.delete(container.id), code_call("1"))[1], answer())
+    response = client.responses.create(model="m", input="x", tools=[{"type": "code_interpreter",
+                                                                      "container": container.id}],
+                                       include=OUTPUTS)
     call = call_of(response)
     assert call.status == "failed" and "not found" in logs(call)
     assert response.status == "completed"  # the model saw it and answered
@@ -300,3 +313,21 @@ def test_with_code_interpreter_bubblewrap_the_gateway_does_not_start_without_it(
         capture_output=True, text=True, timeout=60, env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
     assert done.returncode != 0
     assert "the sandbox cannot run on this machine" in done.stderr and "user namespaces" in done.stderr
+
+
+def test_a_csv_uploaded_through_the_files_api_is_analysed(client, upstream):
+    csv = b"item,price,qty\napple,0.5,10\npear,0.8,5\nfig,2.0,3\n"
+    uploaded = client.files.create(file=("sales.csv", csv, "text/csv"), purpose="user_data")
+    code = ("import pandas as pd\ndf = pd.read_csv('/mnt/data/sales.csv')\n"
+            "float((df.price * df.qty).sum())")
+    response = run_code(client, upstream, code, tools=[{"type": "code_interpreter",
+                                                        "container": {"type": "auto", "file_ids": [uploaded.id]}}])
+    call = call_of(response)
+    assert call.status == "completed" and logs(call) == "15.0"
+    files = client.containers.files.list(call.container_id).data
+    assert [(f.path, f.source, f.bytes) for f in files] == [("/mnt/data/sales.csv", "user", len(csv))]
+    # and into a container made through the Containers API, by file id
+    container = client.containers.create(name="by-id", file_ids=[uploaded.id])
+    assert [f.path for f in client.containers.files.list(container.id).data] == ["/mnt/data/sales.csv"]
+    copied = client.containers.files.create(container.id, file_id=uploaded.id)
+    assert (copied.path, copied.source) == ("/mnt/data/sales.csv", "user")

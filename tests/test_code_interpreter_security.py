@@ -281,10 +281,15 @@ def test_one_key_cannot_reach_another_keys_container_or_files(secured, upstream)
         with pytest.raises(openai.NotFoundError):
             attempt()
     assert container.id not in [c.id for c in bob.containers.list(limit=100).data]
-    response = run_code(bob, upstream, "open('/mnt/data/private.txt').read()",
-                        tools=[{"type": "code_interpreter", "container": container.id}])
-    call = call_of(response)
-    assert call.status == "failed" and "not found" in logs(call) and "alice only" not in logs(call)
+    with pytest.raises(openai.NotFoundError):  # naming it in a response: a 404 before the model runs
+        run_code(bob, upstream, "open('/mnt/data/private.txt').read()",
+                 tools=[{"type": "code_interpreter", "container": container.id}])
+    upstream.reset()
+    with pytest.raises(openai.NotFoundError):  # nor can bob copy alice's Files API files in
+        alice_file = alice.files.create(file=("secret.csv", b"a,b\n1,2\n"), purpose="user_data")
+        run_code(bob, upstream, "1", tools=[{"type": "code_interpreter",
+                                             "container": {"type": "auto", "file_ids": [alice_file.id]}}])
+    upstream.reset()
     # bob's own `auto` container is a different one, without alice's files
     response = run_code(bob, upstream, "import os\nos.listdir('/mnt/data')", tools=[AUTO])
     assert call_of(response).container_id != container.id and logs(call_of(response)) == "[]"

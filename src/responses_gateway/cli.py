@@ -31,6 +31,21 @@ BACKGROUND_FLAGS = (
     ("--redis-event-ttl", float, "seconds a Redis event stream lives after its last event"),
 )
 
+# Files and file_search (docs/file-search.md): flag, type, meaning.
+FILE_SEARCH_FLAGS = (
+    ("--max-file-bytes", int, "largest file POST /v1/files accepts (413 beyond)"),
+    ("--file-quota-bytes", int, "bytes of files one API key may keep, 0 for no quota (413 beyond)"),
+    ("--embeddings-model", str, "embedding model for file_search; without one, search is keyword-only"),
+    ("--embeddings-url", str, "OpenAI-compatible base URL serving /embeddings (default: the upstream's)"),
+    ("--embeddings-api-key", str, "bearer token for --embeddings-url (default: the upstream's key)"),
+    ("--embeddings-batch", int, "texts per embeddings request"),
+    ("--embeddings-timeout", float, "seconds per embeddings request"),
+    ("--ingest-workers", int, "files ingested at once per process"),
+    ("--max-pdf-pages", int, "pages read from one PDF (more: the file fails)"),
+    ("--max-extracted-chars", int, "characters of text one file may yield (more: the file fails)"),
+    ("--file-search-timeout", float, "seconds one file_search call may take"),
+)
+
 
 # The code interpreter (docs/code-interpreter.md): flag, type, meaning.
 CODE_INTERPRETER_FLAGS = (
@@ -155,6 +170,11 @@ def _parser() -> argparse.ArgumentParser:
     for flag, kind, what in BACKGROUND_FLAGS:
         name = flag[2:].replace("-", "_")
         serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {getattr(Settings, name):g}]")
+    for flag, kind, what in FILE_SEARCH_FLAGS:
+        name = flag[2:].replace("-", "_")
+        default = getattr(Settings, name)
+        shown = "none" if default is None else default
+        serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {shown}]")
     serve.add_argument("--code-interpreter", choices=CHOICES["code_interpreter"],
                        help="the code_interpreter tool: auto (in bubblewrap where this machine allows it, else "
                             "the tool is refused with a 400 saying why), bubblewrap (the same, but the gateway "

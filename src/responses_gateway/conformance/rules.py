@@ -62,6 +62,7 @@ ID_PREFIXES = {
     "mcp_list_tools": "mcpl_",
     "mcp_approval_request": "mcpr_",
     "code_interpreter_call": "ci_",
+    "file_search_call": "fs_",
 }
 
 KNOWN_EVENT_TYPES = frozenset(
@@ -75,6 +76,7 @@ KNOWN_EVENT_TYPES = frozenset(
         for state in ("in_progress", "completed", "failed")
     }
     | {f"response.code_interpreter_call.{state}" for state in ("in_progress", "interpreting", "completed")}
+    | {f"response.file_search_call.{state}" for state in ("in_progress", "searching", "completed")}
 )
 
 #: Every rule: id -> what it demands. The ids are stable: reports, --only filters and docs/check.md use them.

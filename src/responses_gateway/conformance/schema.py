@@ -260,6 +260,33 @@ DIFFERENCES: dict[str, dict[str, Any]] = {
             },
         },
     },
+    "file_search": {
+        "why": "The document has no file_search shapes; OpenAI defines the `file_search` tool, file_search_call "
+        "items ({id, queries, status, results}), the response.file_search_call.in_progress/.searching/.completed "
+        "events and `file_citation` annotations ({file_id, filename, index}) (openai SDK: FileSearchTool, "
+        "ResponseFileSearchToolCall, ResponseFileSearchCall*Event, AnnotationFileCitation).",
+        "schemas": {
+            "FileSearchTool": _obj({"type": _type("file_search"), "vector_store_ids": {"type": "array",
+                                                                                      "items": _STR}},
+                                   {"max_num_results": _INT, "filters": {"type": ["object", "null"]},
+                                    "ranking_options": {"type": ["object", "null"]}}, _TOOL),
+            "FileSearchCall": _obj(
+                {"type": _type("file_search_call"), "id": _STR, "queries": {"type": "array", "items": _STR},
+                 "status": {"enum": ["in_progress", "searching", "completed", "incomplete", "failed"]}},
+                {"results": {"type": ["array", "null"], "items": _obj(
+                    {}, {"file_id": _NULLABLE_STR, "filename": _NULLABLE_STR, "text": _NULLABLE_STR,
+                         "score": {"type": ["number", "null"]}, "attributes": {"type": ["object", "null"]}})}},
+                _OUTPUT_AND_INPUT,
+            ),
+            "FileCitationBody": _obj({"type": _type("file_citation"), "file_id": _STR, "filename": _STR,
+                                      "index": _INT}, unions=["Annotation"]),
+            **{
+                f"FileSearchCall{state}StreamingEvent": _item_event(f"response.file_search_call.{status}")
+                for state, status in (("InProgress", "in_progress"), ("Searching", "searching"),
+                                      ("Completed", "completed"))
+            },
+        },
+    },
     "tool_search_and_namespaces": {
         "why": "The document has no tool search or namespaced tools; OpenAI (and Codex) use `namespace` tool "
         "groups, a client-executed `tool_search` tool, tool_search_call output items whose `arguments` is an "

@@ -163,6 +163,26 @@ def unavailable(services: Any) -> str | None:
     return None
 
 
+async def preflight(declared: Sequence[Declared], services: Any, owner: str) -> None:
+    """Before the response starts: the declared container is the caller's and running, the memory limit is
+    one this gateway allows, the file ids are the caller's files (a 404 or 400, not a failed call)."""
+    service = getattr(services, "code_interpreter", None)
+    if service is None:
+        return
+    for one in declared:
+        config: Container = one.config
+        param = f"{one.where}.container"
+        if config.id is not None:
+            try:
+                await service.registry.usable(owner, config.id)
+            except APIError as exc:
+                exc.param = param
+                raise
+        else:
+            service.registry.memory_limit(config.memory_limit, f"{param}.memory_limit")
+            await service.check_files(owner, config.file_ids, f"{param}.file_ids")
+
+
 def start(declared: Sequence[Declared], context: Context) -> Runner:
     from .runner import CodeRunner  # the sandbox and the containers: only for responses that declare the tool
 
@@ -182,4 +202,5 @@ KIT = Kit(
     includes=(OUTPUTS,),
     unavailable=unavailable,
     check=check,
+    preflight=preflight,
 )

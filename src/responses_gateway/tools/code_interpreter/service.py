@@ -36,20 +36,41 @@ _probed: dict[tuple[Any, ...], str | None] = {}  # one real probe per process an
 class CodeInterpreter:
     """What runners and the Containers API use: the containers (`registry`) and the URLs of their files."""
 
-    def __init__(self, registry: Registry, public_url: str | None = None):
+    def __init__(self, registry: Registry, public_url: str | None = None, files: Any = None):
+        """`files`: the store's Files API role (its `get_file` and `blobs`), for `file_ids`."""
         self.registry = registry
         self.public_url = (public_url or "").rstrip("/")
+        self.files = files
 
     def file_url(self, container_id: str, file_id: str) -> str:
         """Where a client fetches a container file (an `image` output's URL)."""
         return f"{self.public_url}/v1/containers/{container_id}/files/{file_id}/content"
 
+    async def check_files(self, owner: str, file_ids: Sequence[str], param: str = "file_ids") -> list[dict[str, Any]]:
+        """The Files API's files of these ids (the caller's, not expired), or a 404 naming the first missing."""
+        if not file_ids:
+            return []
+        if self.files is None:
+            raise APIError(400, "file_ids need the Files API, which this gateway does not have.", param=param,
+                           code="unsupported_parameter")
+        found = await self.files.get_files(list(file_ids), owner)
+        limit = self.registry.options.stored_file_bytes
+        for file_id in file_ids:
+            meta = found.get(file_id)
+            if meta is None:
+                raise APIError(404, f"No such File object: {file_id}", param=param, code=None)
+            if int(meta.get("bytes") or 0) > limit:
+                raise APIError(400, f"File {file_id} is larger than the {limit:,} bytes a container file may have.",
+                               param=param, code="file_too_large")
+        return [found[file_id] for file_id in file_ids]
+
     async def uploads(self, owner: str, file_ids: Sequence[str]) -> list[tuple[str, bytes]]:
         """The Files API's files of these ids, as (filename, bytes), to copy into a container."""
-        if file_ids:
-            raise APIError(400, "file_ids need the Files API, which this gateway does not have.",
-                           param="file_ids", code="unsupported_parameter")
-        return []
+        out: list[tuple[str, bytes]] = []
+        for meta in await self.check_files(owner, file_ids):
+            parts = [part async for part in self.files.blobs.read(meta["id"])]
+            out.append((str(meta.get("filename") or meta["id"]), b"".join(parts)))
+        return out
 
     async def close(self) -> None:
         await self.registry.close()
@@ -91,7 +112,7 @@ async def start(settings: Settings, store: Containers | None) -> tuple[CodeInter
         stored_file_bytes=settings.code_interpreter_file_bytes,
     ))
     await registry.open()
-    return CodeInterpreter(registry, settings.public_url), None
+    return CodeInterpreter(registry, settings.public_url, store if hasattr(store, "blobs") else None), None
 
 
 def make_sandbox(settings: Settings, base: Path) -> Sandbox:
