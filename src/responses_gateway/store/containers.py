@@ -106,19 +106,24 @@ class ContainerQueries(Queries):
         if name is not None:
             clauses.append("name = ?")
             args.append(name)
-        if after is not None:
-            row = await self.engine.fetchone("SELECT created_at FROM containers WHERE id = ? AND owner = ?",
-                                             (after, owner))
-            if row is None:
-                return Page([], False)
-            sign = ">" if order == "asc" else "<"
-            clauses.append(f"(created_at {sign} ? OR (created_at = ? AND id {sign} ?))")
-            args += [row[0], row[0], after]
-        way = "ASC" if order == "asc" else "DESC"
-        rows = await self.engine.fetchall(
-            f"SELECT {CONTAINER} FROM containers WHERE {' AND '.join(clauses)} ORDER BY created_at {way}, id {way} "
-            "LIMIT ?", (*args, limit + 1))
+        rows = await self._page("containers", CONTAINER, clauses, args, after, limit, order)
         return Page([container_row(r) for r in rows[:limit]], len(rows) > limit)
+
+    async def _page(self, table: str, columns: str, clauses: list[str], args: list[Any], after: str | None,
+                    limit: int, order: str) -> list[Any]:
+        """Rows of `table` in `created_at, id` order after the row `after` (one more than `limit`: has_more)."""
+        if after is not None:
+            row = await self.engine.fetchone(f"SELECT created_at FROM {table} WHERE {' AND '.join(clauses)} AND id = ?",
+                                             (*args, after))
+            if row is None:
+                return []
+            sign = ">" if order == "asc" else "<"
+            clauses = [*clauses, f"(created_at {sign} ? OR (created_at = ? AND id {sign} ?))"]
+            args = [*args, row[0], row[0], after]
+        way = "ASC" if order == "asc" else "DESC"
+        return await self.engine.fetchall(
+            f"SELECT {columns} FROM {table} WHERE {' AND '.join(clauses)} ORDER BY created_at {way}, id {way} "
+            "LIMIT ?", (*args, limit + 1))
 
     async def delete_container(self, container_id: str, owner: str) -> bool:
         return await self.engine.write([
@@ -180,20 +185,7 @@ class ContainerQueries(Queries):
                               order: str) -> Page | None:
         if await self.get_container(container_id, owner) is None:
             return None
-        clauses: list[str] = ["container_id = ?"]
-        args: list[Any] = [container_id]
-        if after is not None:
-            row = await self.engine.fetchone("SELECT created_at FROM container_files WHERE container_id = ? AND id = ?",
-                                             (container_id, after))
-            if row is None:
-                return Page([], False)
-            sign = ">" if order == "asc" else "<"
-            clauses.append(f"(created_at {sign} ? OR (created_at = ? AND id {sign} ?))")
-            args += [row[0], row[0], after]
-        way = "ASC" if order == "asc" else "DESC"
-        rows = await self.engine.fetchall(
-            f"SELECT {FILE} FROM container_files WHERE {' AND '.join(clauses)} ORDER BY created_at {way}, id {way} "
-            "LIMIT ?", (*args, limit + 1))
+        rows = await self._page("container_files", FILE, ["container_id = ?"], [container_id], after, limit, order)
         return Page([file_row(r) for r in rows[:limit]], len(rows) > limit)
 
     async def all_container_files(self, container_id: str) -> list[dict[str, Any]]:
