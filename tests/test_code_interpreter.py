@@ -331,3 +331,33 @@ def test_a_csv_uploaded_through_the_files_api_is_analysed(client, upstream):
     assert [f.path for f in client.containers.files.list(container.id).data] == ["/mnt/data/sales.csv"]
     copied = client.containers.files.create(container.id, file_id=uploaded.id)
     assert (copied.path, copied.source) == ("/mnt/data/sales.csv", "user")
+
+
+def test_a_client_that_leaves_mid_call_stops_the_cell_and_the_container_keeps_its_state(client, upstream, ci_gateway):
+    import time
+
+    container = client.containers.create(name="left")
+    named = [{"type": "code_interpreter", "container": container.id}]
+    run_code(client, upstream, "v = 5", tools=named)
+    upstream.enqueue(code_call("import time\ntime.sleep(2)\nprint('slow')\nv = 6"))
+    with httpx.Client(timeout=60) as http, http.stream("POST", f"{ci_gateway.url}/v1/responses", json={
+            "model": "m", "input": "x", "stream": True, "tools": named}) as resp:
+        for line in resp.iter_lines():
+            if "response.code_interpreter_call.interpreting" in line:
+                time.sleep(0.7)  # the cell is running (sleeping): the client goes away
+                break
+    after = run_code(client, upstream, "v * 2", tools=named)
+    assert call_of(after).status == "completed"
+    assert logs(call_of(after)) == "10"  # its own result (not the abandoned cell's), and the state kept
+
+
+def test_a_background_response_runs_code(client, upstream):
+    import time
+
+    upstream.enqueue(code_call("sum(range(10))"), answer("45"))
+    response = client.responses.create(model="m", input="x", tools=[AUTO], background=True, include=OUTPUTS)
+    deadline = time.monotonic() + 30
+    while response.status in ("queued", "in_progress") and time.monotonic() < deadline:
+        time.sleep(0.1)
+        response = client.responses.retrieve(response.id, include=OUTPUTS)
+    assert response.status == "completed" and logs(call_of(response)) == "45"

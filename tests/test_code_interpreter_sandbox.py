@@ -93,3 +93,31 @@ def test_the_worker_runs_without_the_gateway_on_its_path():
                            "print(sorted(names - set(sys.stdlib_module_names)))"],
                           capture_output=True, text=True, timeout=30)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_a_cell_that_breaks_its_own_output_does_not_break_the_worker(tmp_path):
+    import asyncio
+
+    from responses_gateway.tools.code_interpreter.bubblewrap import Bubblewrap
+    from responses_gateway.tools.code_interpreter.channel import Interpreter
+    from responses_gateway.tools.code_interpreter.sandbox import Limits, Spec
+
+    async def main():
+        tmp_path.chmod(0o711)
+        sandbox = Bubblewrap(tmp_path / "base")
+        data = tmp_path / "c" / "data"
+        sandbox.prepare(data)
+        interpreter = Interpreter(sandbox, Spec(data, Limits(timeout=10), os.urandom(8).hex()))
+        await interpreter.start()
+        try:
+            results = [await interpreter.run(code) for code in (
+                "import sys\nsys.stdout = None\nsys.stderr = 3", "1 + 1", "import os\nos.close(1)\nos.close(2)",
+                "2 + 2", "import os\nos._exit(3)", "3 + 3")]
+        finally:
+            await interpreter.stop()
+        return results
+
+    replaced, after_replace, closed, after_close, exited, after_exit = asyncio.run(main())
+    assert after_replace.value == "2" and after_close.value == "4"
+    assert exited.kind == "crashed" and exited.restarted  # the code ended the worker itself: reported
+    assert after_exit.kind == "crashed"  # this Interpreter is done; the registry starts a new one

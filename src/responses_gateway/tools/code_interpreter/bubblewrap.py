@@ -132,14 +132,16 @@ class Bubblewrap:
         os.close(output_w)
         try:
             pid = await _child_pid(info_r, spec.limits.start_timeout)
-        except SandboxError as exc:
+        except BaseException as exc:  # failed, or cancelled (the caller left): nothing is left running
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
-            await process.wait()
+            await asyncio.shield(process.wait())
             said = _drain(output_r)
             for fd in (requests_w, replies_r, output_r):
                 os.close(fd)
-            raise SandboxError(said or str(exc)) from None
+            if isinstance(exc, SandboxError):
+                raise SandboxError(said or str(exc)) from None
+            raise
         return Spawned(process, pid, requests_w, replies_r, output_r)
 
     # -- the command line ---------------------------------------------------------------------------------

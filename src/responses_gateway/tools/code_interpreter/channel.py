@@ -143,6 +143,7 @@ class Interpreter:
         self.lock = asyncio.Lock()  # one cell at a time
         self.watch: asyncio.Task[None] | None = None
         self.running = False
+        self.settling: asyncio.Task[None] | None = None  # a cancelled cell being stopped
         self.python = ""
 
     # -- lifetime -------------------------------------------------------------------------------------------
@@ -227,6 +228,8 @@ class Interpreter:
 
     async def run(self, code: str, timeout: float | None = None) -> Result:
         async with self.lock:
+            if self.settling is not None:  # a cell whose caller left is still being stopped
+                await asyncio.shield(self.settling)
             return await self._run(code, self.limits.timeout if timeout is None else timeout)
 
     async def _run(self, code: str, timeout: float) -> Result:
@@ -244,6 +247,13 @@ class Interpreter:
             try:
                 async with asyncio.timeout(timeout):
                     reply = await self._reply()
+            except asyncio.CancelledError:
+                # The caller left (the client went away, the response ended): the cell is stopped as at a
+                # timeout, in a task of its own that the next cell waits for, so no reply is ever taken for
+                # another cell's and the state survives a cell that stops when asked.
+                self.interrupt()
+                self.settling = asyncio.create_task(self._settle(cell))
+                raise
             except TimeoutError:
                 self.interrupted = self.interrupted or "timeout"
                 self.interrupt()
@@ -264,6 +274,22 @@ class Interpreter:
             self.running = False
         logs, dropped = self.output.take()
         return self._result(reply, logs, dropped, time.monotonic() - started)
+
+    async def _settle(self, cell: int) -> None:
+        try:
+            async with asyncio.timeout(GRACE):
+                reply = await self._reply()
+            if reply is not None and self.output is not None:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(2):
+                        await self.output.cell_end(cell)
+        except TimeoutError:
+            reply = None
+        if reply is None:
+            self.kill("crashed")
+        if self.output is not None:
+            self.output.take()
+        self.settling = None
 
     def _result(self, reply: dict[str, Any] | None, logs: str, dropped: int, seconds: float) -> Result:
         if dropped:

@@ -244,10 +244,13 @@ class Registry:
         live.seen = await asyncio.to_thread(files.scan, str(data))
         try:
             await interpreter.start()
-        except SandboxError as exc:
+        except BaseException as exc:  # failed, or cancelled (the caller left): nothing is left running
+            await asyncio.shield(interpreter.stop())
             await asyncio.to_thread(shutil.rmtree, data.parent, True)
-            raise ContainerError(503, f"The code interpreter could not start: {exc}", type="server_error",
-                                 code="sandbox_unavailable") from None
+            if isinstance(exc, SandboxError):
+                raise ContainerError(503, f"The code interpreter could not start: {exc}", type="server_error",
+                                     code="sandbox_unavailable") from None
+            raise
         self.live[cid] = live
         log.info("container %s started (generation %d, %d files)", cid, generation, len(live.stored))
         return live

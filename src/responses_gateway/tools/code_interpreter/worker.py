@@ -39,6 +39,7 @@ from typing import Any, BinaryIO
 
 MAIN = os.getpid()
 VALUE_LIMIT = 1 << 20  # characters of a value's repr sent back (the gateway caps what is shown)
+MAX_FIGURES = 20  # figures saved after one cell (the rest are closed unsaved)
 
 
 class CPUTimeExceeded(BaseException):
@@ -84,9 +85,11 @@ def main() -> None:
         if request is None:
             return  # the gateway closed the pipe: the container is stopping
         reply = run_cell(namespace, request, figures)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.write(1, marker + str(request["cell"]).encode() + b"\0")
+        for stream_ in (sys.stdout, sys.stderr):
+            with contextlib.suppress(BaseException):  # the code may have replaced or closed them
+                stream_.flush()
+        with contextlib.suppress(OSError):  # or closed fd 1: the gateway then waits a moment for nothing
+            os.write(1, marker + str(request["cell"]).encode() + b"\0")
         send(writer, reply)
 
 
@@ -273,7 +276,7 @@ class Figures:
         if pyplot is None:
             return []
         paths = []
-        for number in pyplot.get_fignums():
+        for number in pyplot.get_fignums()[:MAX_FIGURES]:
             path = self.next_path()
             pyplot.figure(number).savefig(path, format="png")
             paths.append(path)
