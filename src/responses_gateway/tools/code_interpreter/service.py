@@ -84,6 +84,7 @@ async def start(settings: Settings, store: Containers | None) -> tuple[CodeInter
     root = Path(settings.code_interpreter_dir or Path(tempfile.gettempdir()) / f"responses-gateway-{os.geteuid()}")
     base = root / f"p{os.getpid()}-{os.urandom(3).hex()}"
     root.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(_forget_dead, root)
     sandbox = make_sandbox(settings, base)
     key = (settings.code_interpreter_uid, settings.code_interpreter_dir)
     if key not in _probed:
@@ -113,6 +114,20 @@ async def start(settings: Settings, store: Containers | None) -> tuple[CodeInter
     ))
     await registry.open()
     return CodeInterpreter(registry, settings.public_url, store if hasattr(store, "blobs") else None), None
+
+
+def _forget_dead(root: Path) -> None:
+    """The directories of gateway processes that died without cleaning up (their sandboxes died with them)."""
+    for directory in root.glob("p*-*"):
+        try:
+            pid = int(directory.name[1:].split("-", 1)[0])
+            os.kill(pid, 0)
+        except ValueError:
+            continue
+        except ProcessLookupError:
+            shutil.rmtree(directory, ignore_errors=True)
+        except PermissionError:
+            continue
 
 
 def make_sandbox(settings: Settings, base: Path) -> Sandbox:
