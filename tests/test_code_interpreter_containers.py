@@ -73,10 +73,10 @@ def test_the_least_recently_used_interpreter_makes_room_and_its_files_stay(small
 def test_directories_of_dead_gateway_processes_are_removed_at_startup(tmp_path):
     import os
 
-    from responses_gateway.tools.code_interpreter.service import _forget_dead
+    from responses_gateway.tools.code_interpreter.service import forget_dead
 
     dead, alive, other = tmp_path / "p4194305-abc", tmp_path / f"p{os.getpid()}-def", tmp_path / "etc"
     for directory in (dead, alive, other):
         (directory / "cntr_x" / "data").mkdir(parents=True)
-    _forget_dead(tmp_path)
+    forget_dead(tmp_path)
     assert not dead.exists() and alive.exists() and other.exists()

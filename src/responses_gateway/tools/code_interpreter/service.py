@@ -84,7 +84,7 @@ async def start(settings: Settings, store: Containers | None) -> tuple[CodeInter
     root = Path(settings.code_interpreter_dir or Path(tempfile.gettempdir()) / f"responses-gateway-{os.geteuid()}")
     base = root / f"p{os.getpid()}-{os.urandom(3).hex()}"
     root.mkdir(parents=True, exist_ok=True)
-    await asyncio.to_thread(_forget_dead, root)
+    await asyncio.to_thread(forget_dead, root)
     sandbox = make_sandbox(settings, base)
     key = (settings.code_interpreter_uid, settings.code_interpreter_dir)
     if key not in _probed:
@@ -116,7 +116,7 @@ async def start(settings: Settings, store: Containers | None) -> tuple[CodeInter
     return CodeInterpreter(registry, settings.public_url, store if hasattr(store, "blobs") else None), None
 
 
-def _forget_dead(root: Path) -> None:
+def forget_dead(root: Path) -> None:
     """The directories of gateway processes that died without cleaning up (their sandboxes died with them)."""
     for directory in root.glob("p*-*"):
         try:
