@@ -92,6 +92,7 @@ async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolve
         history = await conversation_history(store, conversation, owner) + history
     tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
                             found=found_tools(history), toolbox=getattr(state, "toolbox", DEFAULT))
+    await preflight(tools.gateway, state, owner)
     if req.truncation == "auto":
         upstream = Truncating(upstream, getattr(getattr(upstream, "route", None), "context_window", None))
     plan = None
@@ -171,6 +172,16 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
     hook = on_final if save or conversation is not None or then is not None else None
     return Started(req, composer, history, items, owner, run(composer, stream, hook, loop, seen, upstream), hook,
                    seen)
+
+
+async def preflight(declared: list[Declared], state: Any, owner: str) -> None:
+    """Each gateway-run kit's check against the deployment (its `preflight`), before any event."""
+    by_kit: dict[Kit, list[Declared]] = {}
+    for one in declared:
+        by_kit.setdefault(one.kit, []).append(one)
+    for kit, group in by_kit.items():
+        if kit.preflight is not None:
+            await kit.preflight(group, state, owner)
 
 
 def start_runners(declared: list[Declared], context: Context) -> dict[str, Runner]:
