@@ -212,6 +212,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
         if app.state.code_interpreter_problem is not None:
             app.state.toolbox = code_interpreter.refusing(app.state.toolbox, app.state.code_interpreter_problem)
         app.state.owners = await start_owners(keys, settings.owner_secret, store)
+        if shared is not None:
+            await shared.open()
         if shared is not None and keys and store is None and not settings.owner_secret:
             log.warning("per-key limits in Redis need the same owner secret in every process: without a "
                         "database, set --owner-secret, or each process limits its keys apart")

@@ -42,8 +42,8 @@ web_search_requests = Counter("responses_gateway_web_search_requests",
 web_fetches = Counter("responses_gateway_web_fetches", "Pages fetched for web_search (open_page, find_in_page), by "
                       "outcome (ok, refused, error, too_large).", ["outcome"])
 limiter_errors = Counter("responses_gateway_limiter_errors",
-                         "Calls to the Redis limiter that failed or timed out, by operation (admit, release, "
-                         "renew); the requests were admitted (per-key limits fail open).", ["op"])
+                         "Calls to the Redis limiter that failed or timed out, by operation (open, admit, "
+                         "release, renew); the requests were admitted (per-key limits fail open).", ["op"])
 
 # Seconds. Token streams start in tens of milliseconds (a local model, a cache hit) and run for minutes.
 LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)

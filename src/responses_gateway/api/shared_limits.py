@@ -38,6 +38,7 @@ log = logging.getLogger("responses_gateway.limits")
 
 PREFIX = "rg:limit:"
 TIMEOUT = 0.5  # seconds: the longest a request waits for the limiter
+OPEN_TIMEOUT = 5.0  # seconds startup gives the limiter to connect and load its script
 LEASE = 30.0  # seconds an in-flight entry lives without renewal
 RENEW_EVERY = 10.0  # seconds between renewals: a lease survives two missed rounds
 WARN_EVERY = 60.0  # seconds between warnings about a failing limiter
@@ -117,6 +118,13 @@ class SharedLimits:
         self.count = itertools.count()
         self.warned = -WARN_EVERY
 
+    async def open(self) -> None:
+        """Before the first request: the script is loaded (on every node of a Cluster, whose client learns
+        the cluster's layout on the way), so the first admission costs one round trip like any other rather
+        than several under its deadline. A failure is the limiter's like any other: counted, logged, and
+        requests are admitted meanwhile."""
+        await self._bounded(self.redis.script_load(ADMIT), "open", OPEN_TIMEOUT)
+
     async def admit(self, owner: str) -> str | tuple[str, float]:
         """Admitted: a token for `release` once the response is sent ("" without a concurrency cap).
         Refused: (reason, seconds to wait)."""
@@ -159,17 +167,17 @@ class SharedLimits:
         finally:
             self.renewer = None
 
-    async def _bounded(self, call: Awaitable[T], op: str) -> T | None:
-        """The call's result within TIMEOUT, else None (counted, logged now and then). A call past its
+    async def _bounded(self, call: Awaitable[T], op: str, timeout: float = TIMEOUT) -> T | None:
+        """The call's result within `timeout`, else None (counted, logged now and then). A call past its
         deadline is cancelled and left to clean up on its own, so the request never waits for that."""
         task = asyncio.ensure_future(call)
         task.add_done_callback(_retrieve)
-        done, _ = await asyncio.wait({task}, timeout=TIMEOUT)
+        done, _ = await asyncio.wait({task}, timeout=timeout)
         if done and task.exception() is None:
             return task.result()
         task.cancel()
         error = task.exception() if done else None
-        problem = f"{type(error).__name__}: {error}" if done else f"no answer within {TIMEOUT:g}s"
+        problem = f"{type(error).__name__}: {error}" if done else f"no answer within {timeout:g}s"
         metrics.limiter_errors.labels(op).inc()
         if time.monotonic() - self.warned >= WARN_EVERY:
             self.warned = time.monotonic()
