@@ -5,18 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
-if TYPE_CHECKING:
-    from .upstreams.base import Route
+from .route import MaxTokensField, ReasoningHistory, Route
 
 DEMO_UPSTREAM = "demo"
 MIN_COMPACTION_KEY = 16
 
 # The closed sets of values a setting (or a route of the routing file) takes.
 HostedTools = Literal["drop", "reject"]
-ReasoningHistory = Literal["reasoning_content", "reasoning", "drop"]
-MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
 
 
 @dataclass(frozen=True)
@@ -121,8 +118,6 @@ class Settings:
 
     def route(self) -> Route:
         """The one upstream given by --upstream, as a Route."""
-        from .upstreams.base import Route
-
         return Route(
             kind="demo" if self.is_demo else "chat_completions",
             base_url="" if self.is_demo else self.upstream_url,
