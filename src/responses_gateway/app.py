@@ -17,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 
 from . import logs, metrics, tracing
 from .api import conversations
-from .api.admission import Admission, AdmissionLimits
+from .api.admission import Admission, BodyPace
 from .api.auth import KeyAuth, start_owners
 from .api.compact import compact_response
 from .api.errors import HANDLERS
@@ -29,7 +29,9 @@ from .api.streaming import SERVER_SEND
 from .api.websocket import responses_websocket
 from .background import Background
 from .config import Settings
+from .door import Door, Limits
 from .routing import Router, Rule, load_rules
+from .services import Services, of
 from .shutdown import on_sigterm
 from .store import open_store
 from .store.base import Store
@@ -87,10 +89,11 @@ async def metrics_endpoint(request: Request) -> Response:
 async def health(request: Request) -> Response:
     """200 when the gateway can serve; 503 naming what is down. The database answers one trivial query
     within --health-db-timeout seconds (a stalled database makes stored requests fail, so it is down)."""
-    store = request.app.state.store
+    services = of(request.app)
+    store = services.store
     if store is None:
         return Response(b'{"status":"ok"}', media_type="application/json")
-    timeout = request.app.state.settings.health_db_timeout
+    timeout = services.settings.health_db_timeout
     # Not asyncio.timeout: a driver cancelled mid-query may wait on the stalled socket to clean up, so the
     # probe is left to finish (or fail) on its own and only the answer is bounded.
     ping = asyncio.ensure_future(store.ping())
@@ -110,7 +113,7 @@ async def health(request: Request) -> Response:
 
 
 async def list_models(request: Request) -> Response:
-    models = await request.app.state.router.list_models()
+    models = await of(request.app).router.list_models()
     return Response(orjson.dumps({"object": "list", "data": models}), media_type="application/json")
 
 
@@ -127,9 +130,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
     """`upstream`: serve every model from this adapter (tests); `router`: an already built router."""
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        app.state.settings = settings
-        app.state.router = live = router or make_router(settings, upstream)
-        app.state.store = store = make_store(settings)
+        live = router or make_router(settings, upstream)
+        store = make_store(settings)
         purger = jobs = None
         if store is not None:
             await store.open()
@@ -137,8 +139,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             purger = asyncio.create_task(purge_forever(store, event_retention=settings.event_retention_hours * 3600))
             jobs = make_background(settings, store)
             await jobs.open()
-        app.state.background = jobs
-        app.state.owners = await start_owners(keys, settings.owner_secret, store)
+        owners = await start_owners(keys, settings.owner_secret, store)
+        app.state.services = Services(settings, live, door, store, jobs, owners)
         if shared is not None and keys and store is None and not settings.owner_secret:
             log.warning("per-key limits in Redis need the same owner secret in every process: without a "
                         "database, set --owner-secret, or each process limits its keys apart")
@@ -186,8 +188,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
     )
     keys = settings.load_api_keys()
     shared = make_shared_limits(settings)
-    app.add_middleware(Admission, limits=AdmissionLimits(settings.max_in_flight, settings.key_max_in_flight,
-                                                         settings.key_requests_per_minute), shared=shared)
+    door = Door(Limits.of(settings), shared)
+    app.add_middleware(Admission, door=door, pace=BodyPace(settings.min_body_rate, settings.body_rate_grace))
     app.add_middleware(KeyAuth, keys=keys)  # added last, so it runs first: Admission knows the owner
     return app
 

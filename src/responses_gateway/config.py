@@ -38,6 +38,10 @@ class Settings:
     # Edge (docs/limits.md): slow and idle clients, open connections, requests in flight, per-key limits.
     header_timeout: float = 30.0
     body_timeout: float = 60.0
+    # A body must keep arriving at this many bytes a second on average once its first `body_rate_grace`
+    # seconds are over (0: no minimum); a slower one is answered 408 and its connection closed.
+    min_body_rate: float = 500.0
+    body_rate_grace: float = 10.0
     keep_alive_timeout: float = 5.0
     max_connections: int = 0  # 0: three quarters of the open-file limit
     max_in_flight: int = 512
@@ -147,6 +151,8 @@ ENV = {
     "max_input_items": "RG_MAX_INPUT_ITEMS",
     "header_timeout": "RG_HEADER_TIMEOUT",
     "body_timeout": "RG_BODY_TIMEOUT",
+    "min_body_rate": "RG_MIN_BODY_RATE",
+    "body_rate_grace": "RG_BODY_RATE_GRACE",
     "keep_alive_timeout": "RG_KEEP_ALIVE_TIMEOUT",
     "max_connections": "RG_MAX_CONNECTIONS",
     "max_in_flight": "RG_MAX_IN_FLIGHT",

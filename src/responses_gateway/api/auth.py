@@ -17,12 +17,16 @@ import hashlib
 import hmac
 import logging
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import APIError
+from ..services import of
 from .errors import render
+
+if TYPE_CHECKING:
+    from ..store.base import Store
 
 MISSING = APIError(
     401,
@@ -46,7 +50,7 @@ def legacy_owner_of(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
-async def owner_secret(configured: str | None, store: Any) -> str:
+async def owner_secret(configured: str | None, store: Store | None) -> str:
     """--owner-secret, else the store's (made by the first replica to start), else one for this process."""
     if configured:
         return configured
@@ -57,7 +61,7 @@ async def owner_secret(configured: str | None, store: Any) -> str:
     return kept
 
 
-async def start_owners(keys: list[str], configured_secret: str | None, store: Any) -> dict[bytes, str]:
+async def start_owners(keys: list[str], configured_secret: str | None, store: Store | None) -> dict[bytes, str]:
     """Each key's owner id; rows still under a key's legacy owner id are moved to the keyed one."""
     if not keys:
         return {}  # everyone shares the owner "": no secret needed
@@ -72,7 +76,7 @@ class KeyAuth:
     """ASGI middleware: puts the caller's owner id in `scope["state"]["owner"]`.
 
     `keys` turns authentication on; the owner ids need the store's secret, so the app's startup computes
-    them into `app.state.owners` (`start_owners`)."""
+    them into the app's services (`start_owners`)."""
 
     def __init__(self, app: ASGIApp, keys: list[str]):
         self.app = app
@@ -83,7 +87,7 @@ class KeyAuth:
             return await self.app(scope, receive, send)
         owner = ""
         if self.keys:
-            checked = self._check(scope["app"].state.owners, scope)
+            checked = self._check(of(scope["app"]).owners, scope)
             if isinstance(checked, APIError):
                 if scope["type"] == "websocket" and "websocket.http.response" not in scope.get("extensions", {}):
                     return await send({"type": "websocket.close", "code": 1008})

@@ -32,6 +32,7 @@ from .keys import Keyring, keyring
 if TYPE_CHECKING:
     from ..mcp.loop import MCPLoop
     from ..observe import Observation
+    from ..services import Services
 
 log = logging.getLogger("responses_gateway.compaction")
 
@@ -65,7 +66,8 @@ class Plan:
         return lower_mcp(lower_compaction(items, self.summaries))
 
 
-async def plan_compaction(state: Any, req: CreateResponse, history: list[dict[str, Any]], owner: str, trigger: bool) -> Plan:
+async def plan_compaction(services: Services, req: CreateResponse, history: list[dict[str, Any]], owner: str,
+                          trigger: bool) -> Plan:
     """Raises APIError (400) before any event for a misplaced trigger or an item that does not open."""
     problem = misplaced_trigger(history)
     if problem is not None:
@@ -75,7 +77,7 @@ async def plan_compaction(state: Any, req: CreateResponse, history: list[dict[st
     ring = None
     summaries: dict[str, str] = {}
     if has_compaction(history):
-        ring = await keyring(state)
+        ring = await keyring(services)
         for i, item in enumerate(history):
             content = sealed(item)
             if content is not None and content not in summaries:
@@ -85,7 +87,7 @@ async def plan_compaction(state: Any, req: CreateResponse, history: list[dict[st
     if not trigger and threshold is not None:
         result.summarize = estimate(result.render(history), req.instructions, req.tools) > threshold
     if result.summarize and result.ring is None:
-        result.ring = await keyring(state)
+        result.ring = await keyring(services)
     return result
 
 
