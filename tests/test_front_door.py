@@ -309,3 +309,40 @@ def test_three_websocket_turns_over_the_limits_each_get_the_http_answer(upstream
         Outcome(400, "array_above_max_length"), Outcome(429, "rate_limit_exceeded"),
         Outcome(429, "rate_limit_exceeded")]
     assert upstream.requests == []
+
+
+# --------------------------------------------------------------------------- bad input, every endpoint
+
+
+class ConversationItems(Transport):
+    """Items added to a new conversation (POST /v1/conversations/{id}/items)."""
+
+    name = "conversation_items"
+
+    def send(self, request: dict | str) -> Outcome:
+        created = httpx.post(f"{self.gw.url}/v1/conversations", json={}, headers=self.headers, timeout=BOUND)
+        self.path = f"/v1/conversations/{created.json()['id']}/items"
+        assert isinstance(request, dict)
+        return Transport.send(self, json.dumps({"items": request["input"]}))
+
+
+class NewConversation(Transport):
+    name = "conversation"
+    path = "/v1/conversations"
+
+    def body(self, fields: dict) -> dict:
+        return {"items": fields["input"]}
+
+
+@pytest.mark.parametrize("kind", [["message"], {"type": "message"}], ids=["array", "object"])
+@pytest.mark.parametrize("transport", [*TRANSPORTS, NewConversation, ConversationItems], ids=lambda t: t.name)
+def test_an_item_type_that_is_not_a_string_is_a_400(transport, kind, upstream, tmp_path):
+    with gateway(upstream, tmp_path) as gw:
+        t = transport(gw, gw.key)
+        try:
+            for bad in ({"type": kind, "role": "user", "content": "hi"},
+                        {"type": "message", "role": "user", "content": [{"type": kind, "text": "hi"}]}):
+                assert t.send({"model": "m", "input": [bad]}) == Outcome(400, "invalid_type")
+        finally:
+            t.close()
+    assert upstream.requests == []
