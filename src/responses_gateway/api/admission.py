@@ -100,8 +100,8 @@ async def read_whole(receive: Receive, door: Door, pace: BodyPace) -> bytearray:
     loop = asyncio.get_running_loop()
     started = loop.time()
     body = bytearray()
-    async with asyncio.timeout_at(pace.deadline(started, 0)) as deadline:
-        try:
+    try:
+        async with asyncio.timeout_at(pace.deadline(started, 0)) as deadline:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
@@ -112,9 +112,9 @@ async def read_whole(receive: Receive, door: Door, pace: BodyPace) -> bytearray:
                 if not message.get("more_body", False):
                     return body
                 deadline.reschedule(pace.deadline(started, len(body)))
-        except TimeoutError:
-            metrics.connections_closed.labels("body_rate").inc()
-            raise SlowBody(pace) from None
+    except TimeoutError:
+        metrics.connections_closed.labels("body_rate").inc()
+        raise SlowBody(pace) from None
 
 
 def after_body(receive: Receive) -> Receive:
