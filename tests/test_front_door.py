@@ -346,3 +346,17 @@ def test_an_item_type_that_is_not_a_string_is_a_400(transport, kind, upstream, t
         finally:
             t.close()
     assert upstream.requests == []
+
+
+def test_other_requests_pass_the_same_admission_once(upstream, tmp_path):
+    """Retrieving, listing and deleting are admitted as before: each counts once against the key's rate."""
+    with gateway(upstream, tmp_path, key_requests_per_minute=3) as gw:
+        headers = {"authorization": f"Bearer {gw.key}"}
+        created = httpx.post(f"{gw.url}/v1/responses", json={"model": "m", "input": "hi"}, headers=headers)
+        assert created.status_code == 200
+        rid = created.json()["id"]
+        assert httpx.get(f"{gw.url}/v1/responses/{rid}", headers=headers).status_code == 200
+        assert httpx.get(f"{gw.url}/v1/responses/{rid}/input_items", headers=headers).status_code == 200
+        refused = httpx.delete(f"{gw.url}/v1/responses/{rid}", headers=headers)
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+        assert httpx.get(f"{gw.url}/health").status_code == 200  # never limited
