@@ -79,6 +79,10 @@ def test_a_body_slower_than_the_minimum_rate_is_answered_408_and_closed(upstream
         socks = trickle(gw.port, 10)
         trickler = Trickler(socks, 0.2)  # 5 bytes a second: far below 100
         trickler.start()
+        for _ in range(2):  # and bodies that never send a byte
+            silent = socket.create_connection(("127.0.0.1", gw.port), timeout=5)
+            silent.sendall(HEADERS)
+            socks.append(silent)
         answers: dict[socket.socket, bytes] = {}
         while len(answers) < len(socks) and time.monotonic() - started < 1 + SLACK:
             readable, _, _ = select.select([s for s in socks if s not in answers], [], [], 0.05)

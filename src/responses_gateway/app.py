@@ -17,8 +17,9 @@ from starlette.types import Receive, Scope, Send
 
 from . import logs, metrics, tracing
 from .api import conversations
-from .api.admission import Admission, BodyPace
+from .api.admission import Admission
 from .api.auth import KeyAuth, start_owners
+from .api.body import BodyPace
 from .api.compact import compact_response
 from .api.errors import HANDLERS
 from .api.input_tokens import count_input_tokens

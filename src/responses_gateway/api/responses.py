@@ -122,7 +122,7 @@ async def open_stream(services: Services, req: CreateResponse, who: str) -> Even
         return EventStreamResponse((await start(services, req, who)).batches, None)
     opening = asyncio.ensure_future(start(services, req, who))
     try:
-        await asyncio.wait({opening}, timeout=keepalive)
+        await within(opening, keepalive)
     except asyncio.CancelledError:  # the client left: the upstream request is closed
         opening.cancel()
         raise
@@ -166,7 +166,25 @@ def refused(req: CreateResponse, error: APIError, services: Services) -> list[di
     return composer.start() + composer.fail(error.code, error.message, type=error.type, param=error.param)
 
 
-def _retrieve(future: asyncio.Future[Any]) -> None:
+async def within(task: asyncio.Future[Started], seconds: float) -> None:
+    """Wait until `task` is done or `seconds` have passed, leaving it running (asyncio.wait without the sets)."""
+    loop = asyncio.get_running_loop()
+    waiter = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    task.add_done_callback(wake)
+    timer = loop.call_later(seconds, wake)
+    try:
+        await waiter
+    finally:
+        timer.cancel()
+        task.remove_done_callback(wake)
+
+
+def _retrieve(future: asyncio.Future[Started]) -> None:
     if not future.cancelled():
         future.exception()
 
