@@ -132,6 +132,22 @@ def test_cancel_stops_the_upstream_and_ends_every_follower(gw, upstream):
     sdk_validate(result.terminal)
 
 
+def test_a_cancelled_background_response_is_measured_like_any_other(gw):
+    """Its duration and terminal status are recorded once, by the one ending (before, a cancel skipped them)."""
+    from prometheus_client import REGISTRY
+
+    def sample(name: str, labels: dict) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    durations = ("responses_gateway_response_duration_seconds_count", {"route": "*", "status": "cancelled"})
+    statuses = ("responses_gateway_responses_total", {"status": "cancelled"})
+    before = sample(*durations), sample(*statuses)
+    rid = start(gw)["id"]
+    wait_seq(gw, rid, 5)
+    assert gw.post(f"/v1/responses/{rid}/cancel").json()["status"] == "cancelled"
+    assert (sample(*durations), sample(*statuses)) == (before[0] + 1, before[1] + 1)
+
+
 def test_cancel_of_finished_or_foreground_responses(gw):
     rid = start(gw)["id"]
     done = wait_status(gw, rid, ("completed",))

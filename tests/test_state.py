@@ -645,7 +645,7 @@ def test_retention_expires_and_purge_removes(start_gateway, backend, upstream):
 def test_db_upgrade_is_idempotent(backend):
     first = backends.run_cli("db", "upgrade", "--db", backend.db).stdout.strip()
     second = backends.run_cli("db", "upgrade", "--db", backend.db).stdout.strip()
-    from responses_gateway.store.sql import MIGRATIONS
+    from responses_gateway.store.schema import MIGRATIONS
 
     latest = len(MIGRATIONS)
     assert re.fullmatch(rf"schema at version {latest} \(.+\)", first), first

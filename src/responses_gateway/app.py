@@ -34,8 +34,8 @@ from .door import Door, Limits
 from .routing import Router, Rule, load_rules
 from .services import Services, of
 from .shutdown import on_sigterm
-from .store import open_store
-from .store.base import Store
+from .store import Store, open_store
+from .tools.kits import Toolbox
 from .upstreams.base import Upstream
 
 log = logging.getLogger("responses_gateway")
@@ -141,7 +141,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             jobs = make_background(settings, store)
             await jobs.open()
         owners = await start_owners(keys, settings.owner_secret, store)
-        app.state.services = Services(settings, live, door, store, jobs, owners)
+        app.state.services = services = Services(settings, live, door, store, jobs, owners)
+        services.toolbox = Toolbox.for_services(services)  # the gateway-run tools this deployment can run
         if shared is not None and keys and store is None and not settings.owner_secret:
             log.warning("per-key limits in Redis need the same owner secret in every process: without a "
                         "database, set --owner-secret, or each process limits its keys apart")

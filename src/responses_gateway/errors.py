@@ -7,8 +7,9 @@ never import the HTTP layer.
 
     APIError                 a request the gateway refuses (a 4xx of its own, or its one 500)
     ├── RateLimited          refused at the front door (door.py): a 429 that says when to retry
-    └── UpstreamError        the upstream failed: before the stream it is answered with its own status;
-                             during the stream it becomes `response.failed`
+    ├── UpstreamError        the upstream failed: before the stream it is answered with its own status;
+    │                        during the stream it becomes `response.failed`
+    └── StoreUnavailable     the database did not answer within --db-timeout (a 503; nothing is lost)
 
 How an upstream's HTTP error status becomes the error OpenAI would give is decided once, here
 (`upstream_status_error`); each adapter only reads its own wire's error body.
@@ -66,6 +67,14 @@ class UpstreamError(APIError):
     def __init__(self, message: str, *, status: int = 502, code: str | None = "upstream_error",
                  type: str = "server_error", param: str | None = None):
         super().__init__(status, message, type=type, param=param, code=code)
+
+
+class StoreUnavailable(APIError):
+    """The database did not answer in time or lost its connection: the request fails, nothing is lost."""
+
+    def __init__(self) -> None:
+        super().__init__(503, "The gateway's database is not answering; please retry.", type="server_error",
+                         code="store_unavailable")
 
 
 def invalid(message: str, param: str | None = None, code: str | None = "invalid_value") -> APIError:

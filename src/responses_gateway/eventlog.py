@@ -19,22 +19,10 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from .composer import Composer
-from .sse import encode_all
-from .store.base import Store
+from .sse import encode_all, ends_terminal
+from .store.jobs import EventLogs
 
-TERMINAL_PREFIXES = (b"event: response.completed\n", b"event: response.incomplete\n", b"event: response.failed\n")
 ACTIVE = ("queued", "in_progress")
-
-
-def is_terminal(frame: bytes) -> bool:
-    return frame.startswith(TERMINAL_PREFIXES)
-
-
-def ends_terminal(frames: bytes) -> bool:
-    """Whether the last of several SSE frames is a terminal event (frames end with a blank line; the JSON in
-    them never holds a raw newline)."""
-    start = frames.rfind(b"\n\n", 0, len(frames) - 2)
-    return is_terminal(frames[start + 2:] if start >= 0 else frames)
 
 
 def skip_frames(frames: str, count: int) -> str:
@@ -91,7 +79,7 @@ Ended = Callable[[], Awaitable[dict[str, Any] | None]]
 """Returns the stored response if it has ended (not queued / in_progress), else None."""
 
 
-async def follow_db(store: Store, response_id: str, after: int, poll: float, ended: Ended) -> AsyncGenerator[bytes, None]:
+async def follow_db(store: EventLogs, response_id: str, after: int, poll: float, ended: Ended) -> AsyncGenerator[bytes, None]:
     """Follow the database copy of a log, polling every `poll` seconds until the terminal event.
 
     If the response has ended but its log never got a terminal event (the replica died between storing the

@@ -30,6 +30,11 @@ connections_closed = Counter("responses_gateway_connections_closed",
 requests_limited = Counter("responses_gateway_requests_limited",
                            "Requests refused with a 429, by reason (in_flight, key_concurrency, key_rate).",
                            ["reason"])
+hosted_tools_dropped = Counter("responses_gateway_hosted_tools_dropped",
+                               "Hosted tools left out of requests because this deployment cannot run them "
+                               "(--hosted-tools drop), by tool type.", ["type"])
+tool_calls = Counter("responses_gateway_tool_calls", "Calls of gateway-run tools, by tool (mcp, file_search, "
+                     "...) and the item's final status.", ["tool", "status"])
 limiter_errors = Counter("responses_gateway_limiter_errors",
                          "Calls to the Redis limiter that failed or timed out, by operation (admit, release, "
                          "renew); the requests were admitted (per-key limits fail open).", ["op"])

@@ -19,10 +19,11 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any
 
-from .eventlog import Ended, follow_db, is_terminal
+from .eventlog import Ended, follow_db
+from .sse import is_terminal
 
 if TYPE_CHECKING:
-    from .store.base import Store
+    from .store.jobs import EventLogs
 
 log = logging.getLogger("responses_gateway.redis")
 
@@ -64,7 +65,7 @@ class RedisBus:
     async def cancel(self, response_id: str) -> None:
         await self.redis.publish(CANCEL_CHANNEL, response_id)
 
-    async def follow(self, store: Store, response_id: str, after: int, poll: float,
+    async def follow(self, store: EventLogs, response_id: str, after: int, poll: float,
                      ended: Ended) -> AsyncGenerator[bytes, None]:
         """Events after `after`, live until the terminal one. A stream that is gone (expired) or trimmed
         past the cursor is read from the database instead."""

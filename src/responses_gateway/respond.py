@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from time import monotonic
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import offload
 from .compaction.history import has_compaction
 from .composer import Composer
 from .generation import Usage
 from .logs import RESPONSE_ID
-from .mcp.history import lower_mcp
 from .observe import Observation
 from .pipeline import OnFinal, Steps, run
 from .protocol.items import normalize_input
@@ -26,11 +25,12 @@ from .protocol.response import skeleton
 from .protocol.tools import found_tools, normalize_tools
 from .services import Services
 from .state import conversation_history, resolve
+from .tools.frame import Context, Declared, Kit, Runner
+from .tools.history import lower_tools, shown_item
+from .tools.kits import DEFAULT, all_kits
+from .tools.loop import ToolLoop
 from .truncation import Truncating
 from .upstreams.base import Batch, Call, EventStream, Upstream
-
-if TYPE_CHECKING:  # the MCP SDK is imported only by requests with MCP tools
-    from .mcp.loop import MCPLoop
 
 # A conversation takes a response's input and output when it ends with these statuses (docs/conversations.md).
 APPENDED = ("completed", "incomplete")
@@ -52,6 +52,7 @@ class Started:
     # what runs with the final response before the terminal event (store, conversation, `then`); a job that
     # ends the response itself (a background cancel) runs it too
     on_final: OnFinal | None = None
+    seen: Observation | None = None  # its timings (metrics), for whoever ends it
 
     @property
     def final(self) -> dict[str, Any]:
@@ -69,7 +70,7 @@ class Prepared:
     conversation: str | None
     trigger: bool = False  # the input ended with a compaction trigger (removed from `items`)
     compaction: Any = None  # compaction.step.Plan, when compaction items, a trigger or context_management
-    render: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = lower_mcp  # raw history → what upstreams see
+    render: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = lower_tools  # raw history → what upstreams see
     route: str = "*"  # the matching routing rule's `match`: the route's name in metrics
 
 
@@ -92,11 +93,11 @@ async def prepare(services: Services, req: CreateResponse, owner: str, resolver:
     if conversation is not None:
         history = await conversation_history(store, conversation, owner) + history
     tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
-                            found=found_tools(history))
+                            found=found_tools(history), toolbox=services.toolbox or DEFAULT)
     if req.truncation == "auto":
         upstream = Truncating(upstream, getattr(getattr(upstream, "route", None), "context_window", None))
     plan = None
-    render = lower_mcp
+    render = lower_tools
     if trigger or req.context_management or has_compaction(history):
         from .compaction.step import plan_compaction  # crypto: only for requests that use compaction
 
@@ -130,11 +131,15 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
                                not in (None, "none")),
     )
 
-    def mcp_loop(call: Call) -> MCPLoop:
-        from .mcp.loop import MCPLoop  # the MCP SDK is imported only by requests with MCP tools
+    declared = call.tools.gateway
+    if declared:
+        wanted = frozenset(include)
+        composer.show(lambda item: shown_item(item, wanted))
 
-        return MCPLoop(call, history, upstream, allow_hosts=settings.mcp_hosts(), timeout=settings.mcp_timeout,
-                       max_rounds=settings.max_tool_rounds, render=prepared.render)
+    def tool_loop(call: Call) -> ToolLoop:
+        context = Context(services, owner, req, history, frozenset(include), seen)
+        return ToolLoop(call, history, start_runners(declared, context), render=prepared.render,
+                        max_rounds=settings.max_tool_rounds)
 
     loop: Steps | None = None
     stream: EventStream | None = None
@@ -144,11 +149,13 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
     elif plan is not None and plan.summarize:
         from .compaction.step import CompactionStep
 
-        loop = CompactionStep(plan, call, history, upstream, answer=not prepared.trigger,
-                              hosted_policy=settings.hosted_tools, mcp_loop=mcp_loop if call.tools.mcp else None)
+        loop = CompactionStep(plan, call, history, answer=not prepared.trigger, hosted_policy=settings.hosted_tools,
+                              tool_loop=tool_loop if declared else None)
         stream = await _open(upstream, loop.summary_call, seen)
-    elif call.tools.mcp:  # tools are listed inside the stream first, so every step opens inside it
-        loop = mcp_loop(call)
+    elif declared:
+        loop = tool_loop(call)
+        if all(d.functions for d in declared):  # nothing to list first: the first step opens before any event
+            stream = await _open(upstream, call, seen)
     else:  # an UpstreamError here (an APIError) is answered with its own status, before any event
         stream = await _open(upstream, call, seen)
     save = store is not None and req.store is not False
@@ -164,7 +171,18 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
             await then(final)
 
     hook = on_final if save or conversation is not None or then is not None else None
-    return Started(req, composer, history, items, owner, run(composer, stream, hook, loop, seen), hook)
+    return Started(req, composer, history, items, owner, run(composer, stream, hook, loop, seen, upstream), hook,
+                   seen)
+
+
+def start_runners(declared: list[Declared], context: Context) -> dict[str, Runner]:
+    """One runner per kit among the declared tools (a kit gets all its declarations), in the order of the
+    registry (tools/kits.py): the order in which their annotators see the answer's text."""
+    by_kit: dict[Kit, list[Declared]] = {}
+    for one in declared:
+        by_kit.setdefault(one.kit, []).append(one)
+    order = {kit: i for i, kit in enumerate(all_kits())}
+    return {kit.name: kit.start(by_kit[kit], context) for kit in sorted(by_kit, key=lambda k: order.get(k, len(order)))}
 
 
 async def _open(upstream: Upstream, call: Call, seen: Observation) -> EventStream:

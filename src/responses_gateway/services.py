@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from .config import Settings
     from .door import Door
     from .routing import Router
-    from .store.base import Store
+    from .store import Store
+    from .tools.kits import Toolbox
 
 
 @dataclass
@@ -28,6 +29,7 @@ class Services:
     background: Background | None = None  # background responses need the store
     owners: dict[bytes, str] = field(default_factory=dict)  # API key -> owner id (api/auth.py)
     keyring: Keyring | None = None  # compaction's, made on first use (compaction/keys.py)
+    toolbox: Toolbox | None = None  # the gateway-run tools this deployment can run (tools/kits.py)
 
 
 def of(app: Any) -> Services:

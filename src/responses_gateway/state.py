@@ -13,7 +13,9 @@ from . import offload
 from .errors import APIError
 from .ids import new_id
 from .protocol.items import normalize_item
-from .store.base import Store
+from .store.conversations import Conversations
+from .store.responses import Responses
+from .tools.history import is_gateway_item
 
 ID_PREFIX = {
     "message": "msg", "function_call": "fc", "function_call_output": "fco", "custom_tool_call": "ctc",
@@ -33,7 +35,7 @@ def previous_not_found(previous_response_id: str) -> APIError:
                     param="previous_response_id", code="previous_response_not_found")
 
 
-async def resolve(store: Store | None, previous_response_id: str | None, items: list[dict[str, Any]],
+async def resolve(store: Responses | None, previous_response_id: str | None, items: list[dict[str, Any]],
                   owner: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(history for the upstream, this request's items as they will be stored). Raises before any stream."""
     refs = [item["id"] for item in items if item["type"] == "item_reference"]
@@ -52,7 +54,7 @@ async def resolve(store: Store | None, previous_response_id: str | None, items: 
                                param="previous_response_id", code="previous_response_not_finished")
             raise previous_not_found(previous_response_id)
         history = [normalize_item(item, "previous_response") for item in found]
-    bare = [item["id"] for item in items if _bare_reasoning(item)]
+    bare = [item["id"] for item in items if _bare_reasoning(item) or _replayed_tool_item(item)]
     if (refs or bare) and store is not None:
         stored = await store.items_by_id(refs + bare, owner)
         resolved = []
@@ -62,7 +64,7 @@ async def resolve(store: Store | None, previous_response_id: str | None, items: 
                     raise APIError(404, f"Item with id '{item['id']}' not found.", param=f"input[{i}]",
                                    code=None)
                 item = normalize_item(stored[item["id"]], f"input[{i}]")
-            elif _bare_reasoning(item) and _sealed_reasoning(stored.get(item["id"])):
+            elif _bare_reasoning(item) and _sealed_reasoning(stored.get(item["id"])) or _replayed_tool_item(item) and stored.get(item["id"], {}).get("type") == item["type"]:
                 item = normalize_item(stored[item["id"]], f"input[{i}]")
             resolved.append(item)
         items = resolved
@@ -78,11 +80,18 @@ def _bare_reasoning(item: dict[str, Any]) -> bool:
     return item["type"] == "reasoning" and isinstance(item.get("id"), str) and not item.get("encrypted_content")
 
 
+def _replayed_tool_item(item: dict[str, Any]) -> bool:
+    """A gateway-run tool's item sent back by value (clients replay output items as they were shown, without
+    what `include` left out — a file search's results, a code interpreter's outputs): the stored copy of that
+    id is the whole item, so the model sees on this turn what it saw on the first."""
+    return isinstance(item.get("id"), str) and is_gateway_item(item)
+
+
 def _sealed_reasoning(item: dict[str, Any] | None) -> bool:
     return item is not None and item.get("type") == "reasoning" and bool(item.get("encrypted_content"))
 
 
-async def conversation_history(store: Store | None, conversation: str, owner: str) -> list[dict[str, Any]]:
+async def conversation_history(store: Conversations | None, conversation: str, owner: str) -> list[dict[str, Any]]:
     """A conversation's items, oldest first, as history for a response created in it."""
     found = await store.conversation_history(conversation, owner) if store is not None else None
     if found is None:

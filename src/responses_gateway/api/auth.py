@@ -17,16 +17,13 @@ import hashlib
 import hmac
 import logging
 import secrets
-from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import APIError
 from ..services import of
+from ..store.secrets import Secrets
 from .errors import render
-
-if TYPE_CHECKING:
-    from ..store.base import Store
 
 MISSING = APIError(
     401,
@@ -50,7 +47,7 @@ def legacy_owner_of(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
-async def owner_secret(configured: str | None, store: Store | None) -> str:
+async def owner_secret(configured: str | None, store: Secrets | None) -> str:
     """--owner-secret, else the store's (made by the first replica to start), else one for this process."""
     if configured:
         return configured
@@ -61,7 +58,7 @@ async def owner_secret(configured: str | None, store: Store | None) -> str:
     return kept
 
 
-async def start_owners(keys: list[str], configured_secret: str | None, store: Store | None) -> dict[bytes, str]:
+async def start_owners(keys: list[str], configured_secret: str | None, store: Secrets | None) -> dict[bytes, str]:
     """Each key's owner id; rows still under a key's legacy owner id are moved to the keyed one."""
     if not keys:
         return {}  # everyone shares the owner "": no secret needed

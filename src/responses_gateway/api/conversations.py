@@ -18,18 +18,19 @@ from ..ids import new_id
 from ..protocol.conversations import parse_create, parse_items, parse_update
 from ..services import of
 from ..state import with_ids
-from ..store.base import Page, Store
+from ..store.base import Page
+from ..store.conversations import Conversations
 from .paging import page_body, page_params
 from .responses import owner, read_body
-from .stored import check_include, json_response
+from .stored import include_param, json_response
 
 
 def not_found(conversation_id: str) -> APIError:
     return APIError(404, f"Conversation with id '{conversation_id}' not found.", code=None)
 
 
-def _store(request: Request) -> Store:
-    store = of(request.app).store
+def _store(request: Request) -> Conversations:
+    store: Conversations | None = of(request.app).store
     if store is None:
         raise APIError(400, "This gateway keeps no state (it runs with --db none): conversations are "
                        "unavailable.", code="unsupported_parameter")
@@ -76,7 +77,7 @@ async def delete_conversation(request: Request) -> Response:
 
 
 async def add_items(request: Request) -> Response:
-    check_include(request)
+    include_param(request)
     items = await offload.run(with_ids, await offload.run(parse_items, await _body(request)))
     conversation = await _existing(request)
     await _store(request).append_conversation(conversation["id"], owner(request), items)
@@ -84,7 +85,7 @@ async def add_items(request: Request) -> Response:
 
 
 async def list_items(request: Request) -> Response:
-    check_include(request)
+    include_param(request)
     limit, order = page_params(request.query_params)
     cid = request.path_params["conversation_id"]
     page = await _store(request).conversation_items(cid, owner(request), after=request.query_params.get("after"),
@@ -95,7 +96,7 @@ async def list_items(request: Request) -> Response:
 
 
 async def get_item(request: Request) -> Response:
-    check_include(request)
+    include_param(request)
     conversation = await _existing(request)
     item_id = request.path_params["item_id"]
     item = await _store(request).conversation_item(conversation["id"], item_id, owner(request))

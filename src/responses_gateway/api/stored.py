@@ -10,9 +10,10 @@ from starlette.responses import Response
 
 from ..errors import APIError, invalid
 from ..protocol.reasoning import seal
-from ..protocol.request import INCLUDE_VALUES
+from ..protocol.request import check_include
 from ..services import of
 from ..state import not_found
+from ..tools.history import shown_items
 from .paging import page_body, page_params
 from .responses import owner
 from .streaming import EventStreamResponse
@@ -25,12 +26,10 @@ def json_response(obj: Any) -> Response:
     return Response(orjson.dumps(obj), media_type="application/json")
 
 
-def check_include(request: Request) -> list[str]:
+def include_param(request: Request) -> list[str]:
+    """The `include` query values, each checked."""
     values = request.query_params.getlist("include") + request.query_params.getlist("include[]")
-    for i, value in enumerate(values):
-        if value not in INCLUDE_VALUES:
-            raise invalid(f"Invalid value: '{value}'. Supported values are: "
-                          + ", ".join(f"'{v}'" for v in INCLUDE_VALUES) + ".", f"include[{i}]")
+    check_include(values)
     return values
 
 
@@ -44,10 +43,11 @@ async def _get(request: Request) -> dict[str, Any]:
 
 
 async def get_response(request: Request) -> Response | EventStreamResponse:
-    include = check_include(request)
+    include = include_param(request)
     if request.query_params.get("stream") in ("true", "1"):
         return await _stream(request)
     obj = await _get(request)
+    obj["output"] = shown_items(obj["output"], include)  # a tool's results only when include asks for them
     wanted = "reasoning.encrypted_content" in include
     for item in obj["output"]:
         if item.get("type") != "reasoning":
@@ -103,7 +103,8 @@ async def cancel_response(request: Request) -> Response:
     obj = await _get(request)
     if not obj.get("background"):
         raise APIError(400, "Only responses created with background=true can be cancelled.", code=None)
-    return json_response(await background_of(request).cancel(obj, owner(request)))
+    ended = await background_of(request).cancel(obj, owner(request))
+    return json_response({**ended, "output": shown_items(ended.get("output") or [], ())})
 
 
 def background_of(request: Request) -> Background:
@@ -116,7 +117,7 @@ def background_of(request: Request) -> Background:
 
 async def list_input_items(request: Request) -> Response:
     q = request.query_params
-    check_include(request)
+    include = include_param(request)
     limit, order = page_params(q)
     response_id = request.path_params["response_id"]
     store = of(request.app).store
@@ -126,4 +127,5 @@ async def list_input_items(request: Request) -> Response:
                                        limit=limit, order=order)
     if page is None:
         raise not_found(response_id)
+    page.items = shown_items(page.items, include)
     return json_response(page_body(page))

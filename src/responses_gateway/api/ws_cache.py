@@ -13,13 +13,13 @@ from typing import Any
 
 from ..protocol.items import normalize_item
 from ..state import previous_not_found, resolve
-from ..store.base import Store
+from ..store.responses import Responses
 
 
 class LastResponse:
     __slots__ = ("store", "id", "history")
 
-    def __init__(self, store: Store | None):
+    def __init__(self, store: Responses | None):
         self.store = store
         self.id: str | None = None
         self.history: list[dict[str, Any]] = []  # everything a continuation inherits: the parent's input and output

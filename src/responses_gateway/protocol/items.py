@@ -12,13 +12,15 @@ from typing import Any
 import orjson
 
 from ..errors import APIError, invalid
+from ..tools.kits import kit_for_item
 from .request import json_type
 
 ROLES = ("user", "system", "developer", "assistant")
 INPUT_PARTS = ("input_text", "input_image", "input_file")
 ASSISTANT_PARTS = ("output_text", "refusal", "input_text")
 
-# Item types OpenAI defines that this gateway cannot serve: a clear 400, never a silent drop.
+# Item types OpenAI defines that this gateway cannot serve (no kit in tools/ runs them): a clear 400, never a
+# silent drop.
 UNSERVABLE = {
     "additional_tools": "'additional_tools' input items",
     "file_search_call": "Hosted file_search items",
@@ -53,13 +55,6 @@ def _need_str(item: dict[str, Any], key: str, where: str, *, allow_empty: bool =
         raise APIError(400, f"Invalid type for '{where}.{key}': expected a string.", param=f"{where}.{key}",
                        code="invalid_type")
     return value
-
-
-_MCP_FIELDS = {
-    "mcp_list_tools": ("server_label", "tools", "error"),
-    "mcp_call": ("server_label", "name", "arguments", "output", "error", "status", "approval_request_id"),
-    "mcp_approval_request": ("server_label", "name", "arguments"),
-}
 
 
 def normalize_input(value: str | list[Any] | None) -> list[dict[str, Any]]:
@@ -127,16 +122,9 @@ def normalize_item(item: Any, where: str) -> dict[str, Any]:
         out = {"type": kind, "call_id": _need_str(item, "call_id", where), "tools": tools,
                "execution": item.get("execution") or "client"}
         return _keep_id(item, out)
-    if kind in ("mcp_list_tools", "mcp_call", "mcp_approval_request"):
-        out = {k: item[k] for k in _MCP_FIELDS[kind] if k in item}
-        out["type"] = kind
-        _need_str(item, "server_label", where)
-        return _keep_id(item, out)
-    if kind == "mcp_approval_response":
-        if not isinstance(item.get("approve"), bool):
-            raise _missing(f"{where}.approve")
-        return _keep_id(item, {"type": kind, "approval_request_id": _need_str(item, "approval_request_id", where),
-                               "approve": item["approve"], "reason": item.get("reason")})
+    kit = kit_for_item(kind) if isinstance(kind, str) else None
+    if kit is not None:  # an item of a gateway-run tool (MCP, file_search, ...): its kit knows its shape
+        return kit.normalize(item, where)
     if kind in COMPACTION_ITEMS:
         content = item.get("encrypted_content")
         if kind == "context_compaction" and content is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, TypeVar
 
 import orjson
@@ -9,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from ..errors import APIError, invalid, unsupported
+from ..tools.kits import all_kits
 from .bounds import InputLayout, input_items
 
 
@@ -120,6 +122,20 @@ INCLUDE_VALUES = (
 )
 
 
+def check_include(values: Sequence[str]) -> None:
+    """`include[]`: OpenAI's values, and those a gateway-run tool of this build honours (tools/kits.py)."""
+    known = include_values()
+    for i, value in enumerate(values):
+        if value not in known:
+            raise invalid(f"Invalid value: '{value}'. Supported values are: " + ", ".join(f"'{v}'" for v in known)
+                          + ".", f"include[{i}]")
+
+
+def include_values() -> tuple[str, ...]:
+    extra = [value for kit in all_kits() for value in kit.includes if value not in INCLUDE_VALUES]
+    return (*INCLUDE_VALUES, *extra)
+
+
 def parse_request(raw: bytes | bytearray, layout: InputLayout | None = None) -> CreateResponse:
     """`layout` (from `bounds.check_body`): parse the input array's elements one by one (for a large body)."""
     req = _in_pieces(raw, layout) if layout is not None else None
@@ -195,14 +211,7 @@ def _parse(model: type[M], raw: bytes | bytearray) -> M:
 
 def check_semantics(req: CreateResponse) -> None:
     """What the schema alone cannot say: allowed `include` values, metadata limits, field combinations."""
-    for i, value in enumerate(req.include or ()):
-        if value not in INCLUDE_VALUES:
-            raise invalid(
-                f"Invalid value: '{value}'. Supported values are: "
-                + ", ".join(f"'{v}'" for v in INCLUDE_VALUES)
-                + ".",
-                f"include[{i}]",
-            )
+    check_include(req.include or ())
     check_metadata(req.metadata)
     for i, entry in enumerate(req.context_management or ()):
         _check_context_management(entry, f"context_management[{i}]")

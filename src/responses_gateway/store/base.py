@@ -1,9 +1,21 @@
-"""What the gateway needs from a response store. The store knows rows, not HTTP."""
+"""What every role of the store builds on: the engine a role's queries run on, and a page of rows.
+
+The store is split by role (responses, conversations, background jobs and their event logs, secrets,
+retention), each role a module with its protocol — what its callers may use — and its SQL. A role's SQL is
+written once, with `?` placeholders, and runs on either engine (sqlite.py, postgres.py): both give the
+`Engine` below. The store knows rows, not HTTP.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+Row = Sequence[Any]
+Statements = list[tuple[str, list[Any]]]  # (SQL with `?` placeholders, the rows of arguments to run it with)
+
+DB_TIMEOUT = 10.0  # seconds: a stalled database fails a request cleanly instead of holding it forever
 
 
 @dataclass
@@ -12,112 +24,33 @@ class Page:
     has_more: bool
 
 
-class Store(Protocol):
+class Engine(Protocol):
+    """A database: SQLite (sqlite.py) and PostgreSQL (postgres.py) each provide it."""
+
     label: str  # where the rows live, for logs (never a password)
 
-    async def open(self) -> None: ...
+    async def connect(self) -> None: ...
 
-    async def upgrade(self) -> int:
-        """Apply pending schema migrations; returns the schema version."""
+    async def close(self) -> None: ...
+
+    async def migrate(self, migrations: list[list[str]]) -> int:
+        """Apply the migrations past the recorded version, one migrator at a time; returns the version."""
         ...
 
-    async def save(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str) -> None:
-        """Persist a finished response and the input items it was given (ids already assigned)."""
+    async def write(self, statements: Statements, count_last: bool = False) -> int:
+        """One transaction; with `count_last`, the rows the last statement touched."""
         ...
 
-    async def get(self, response_id: str, owner: str) -> dict[str, Any] | None: ...
+    async def execute_count(self, sql: str, args: tuple[Any, ...]) -> int: ...
 
-    async def delete(self, response_id: str, owner: str) -> bool: ...
+    async def fetchone(self, sql: str, args: tuple[Any, ...]) -> Row | None: ...
 
-    async def history(self, response_id: str, owner: str) -> list[dict[str, Any]] | None:
-        """The chain's items, oldest first: each response's input then its output. None if not chainable."""
-        ...
+    async def fetchall(self, sql: str, args: tuple[Any, ...]) -> list[Row]: ...
 
-    async def items_by_id(self, ids: list[str], owner: str) -> dict[str, dict[str, Any]]:
-        """Stored items (input or output) by item id, for `item_reference` inputs."""
-        ...
 
-    async def input_items(self, response_id: str, owner: str, *, after: str | None, before: str | None,
-                          limit: int, order: str) -> Page | None: ...
+class Queries:
+    """A role's SQL, run on the store's one engine. The store (sqlstore.py) is every role's `Queries` over the
+    same engine and retention."""
 
-    async def secret(self, name: str, new: str) -> str:
-        """The value kept under `name`, after storing `new` if there was none: the first writer wins, so
-        every replica sharing the store ends up with the same value. Never purged."""
-        ...
-
-    async def create_conversation(self, conversation: dict[str, Any], items: list[dict[str, Any]],
-                                  owner: str) -> None: ...
-
-    async def get_conversation(self, conversation_id: str, owner: str) -> dict[str, Any] | None: ...
-
-    async def update_conversation(self, conversation_id: str, owner: str, metadata: dict[str, Any]) -> bool: ...
-
-    async def delete_conversation(self, conversation_id: str, owner: str) -> bool: ...
-
-    async def append_conversation(self, conversation_id: str, owner: str, items: list[dict[str, Any]]) -> None:
-        """Append after the conversation's last item; concurrent appends keep each one's items together."""
-        ...
-
-    async def conversation_history(self, conversation_id: str, owner: str) -> list[dict[str, Any]] | None: ...
-
-    async def conversation_items(self, conversation_id: str, owner: str, *, after: str | None, limit: int,
-                                 order: str) -> Page | None: ...
-
-    async def conversation_item(self, conversation_id: str, item_id: str, owner: str) -> dict[str, Any] | None: ...
-
-    async def delete_conversation_item(self, conversation_id: str, item_id: str, owner: str) -> bool: ...
-
-    async def reown(self, owners: dict[str, str]) -> None:
-        """Give every row owned by a key of `owners` to its value (old owner id → new)."""
-        ...
-
-    async def ping(self) -> None:
-        """One trivial query: raises if the database cannot answer (`/health` bounds it with a deadline)."""
-        ...
-
-    async def purge(self, event_retention: float | None = None) -> int:
-        """Delete expired rows (and background event logs older than `event_retention` s); returns how many
-        responses went."""
-        ...
-
-    async def close(self) -> None:
-        """Release the connections; the last call."""
-        ...
-
-    # -- background responses (background.py): the row, the lease of the replica running it, the event log --
-
-    async def queue(self, response: dict[str, Any], owner: str, worker: str, lease_until: int) -> None:
-        """Insert a background response (status queued) held by `worker` until `lease_until` (ms epoch)."""
-        ...
-
-    async def progress(self, response: dict[str, Any]) -> None:
-        """Replace the body of a still-active background response (e.g. status in_progress)."""
-        ...
-
-    async def renew(self, worker: str, lease_until: int) -> dict[str, bool]:
-        """Extend `worker`'s leases; its still-active response ids → whether a cancel was requested."""
-        ...
-
-    async def request_cancel(self, response_id: str, owner: str) -> bool:
-        """Flag an active background response for cancelling; False if it is not active."""
-        ...
-
-    async def expired(self, now: int, response_id: str | None = None) -> list[tuple[str, dict[str, Any], bool]]:
-        """Active responses whose lease ended before `now`: (id, body, cancel requested)."""
-        ...
-
-    async def abandon(self, response: dict[str, Any], now: int) -> bool:
-        """Store the final body of an expired response; False if it was not (or no longer) expired."""
-        ...
-
-    async def append_events(self, rows: list[tuple[str, int, int, str]]) -> None:
-        """Append (response id, first seq, last seq, SSE frames) runs to event logs; duplicates are ignored."""
-        ...
-
-    async def events_after(self, response_id: str, after: int, limit: int = 100) -> list[tuple[int, int, str]]:
-        """(first seq, last seq, SSE frames) of the logged runs that reach past `after`, in order."""
-        ...
-
-    async def last_event(self, response_id: str) -> int:
-        """The highest logged sequence number, -1 if none."""
-        ...
+    engine: Engine
+    retention: int  # seconds a response is kept (whole seconds, at least 2)

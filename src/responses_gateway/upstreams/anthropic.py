@@ -274,7 +274,7 @@ class EventParser:
                 return
             if tool.kind == "custom":
                 block.decoder = CustomInputDecoder()
-            batch.append(g.ToolCallStart(index, call_id, tool.name, tool.kind, tool.namespace))
+            batch.append(g.ToolCallStart(index, call_id, tool.name, tool.kind, tool.namespace, tool.runner))
         else:
             log.debug("content block %r ignored", kind)  # server tools and the like: never offered
 

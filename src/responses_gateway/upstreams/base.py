@@ -42,7 +42,7 @@ class Call:
                        char_tokens(produced_chars) + reasoning, 0, reasoning)
 
 
-Batch = list[Any]  # the generation events (generation.py) of one upstream read
+Batch = g.Batch  # the generation events of one upstream read
 
 
 class FrameParser(Protocol):

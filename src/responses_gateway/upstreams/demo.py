@@ -41,7 +41,8 @@ class DemoUpstream:
         if forced is None and call.tools.mode == "required" and call.tools.offered:
             forced = call.tools.offered[0]
         if forced is not None:
-            steps.append([g.ToolCallStart(0, new_id("call"), forced.name, forced.kind, forced.namespace)])
+            steps.append([g.ToolCallStart(0, new_id("call"), forced.name, forced.kind, forced.namespace,
+                                         forced.runner)])
             steps.append([g.ToolCallDelta(0, "{}" if forced.kind == "function" else "")])
             steps.append([g.Finish("tool_calls")])
         else:

@@ -397,7 +397,7 @@ class EventMapper:
                 state.decoder = CustomInputDecoder()  # a server that made it a function: {"input": "..."}
             elif kind != "custom" and custom_item:
                 kind = "custom"
-            batch.append(g.ToolCallStart(index, call_id, tool.name, kind, tool.namespace))
+            batch.append(g.ToolCallStart(index, call_id, tool.name, kind, tool.namespace, tool.runner))
         state.started = True
         self.started_calls += 1
 

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError as SDKError
 
 from responses_gateway import __version__
 
-from ..protocol.mcp_tool import MCPServer
+from .declaration import MCPServer
 from .errors import MCPError, describe, is_network_error, timed_out
 from .pinning import client_factory
 from .results import result_to_text, tool_dict

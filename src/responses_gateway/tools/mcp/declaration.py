@@ -1,7 +1,7 @@
 """The `mcp` tool declaration: a remote MCP server a request names, checked at the request boundary.
 
 Parsing needs nothing of the MCP SDK (a request pays for importing it only when it runs MCP tools); what
-the gateway then does with a server — connecting, listing, calling — is `responses_gateway.mcp`.
+the gateway then does with a server — connecting, listing, calling — is the rest of `tools.mcp`.
 """
 
 from __future__ import annotations
