@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
-from . import logs, metrics, tracing
+from . import access, logs, metrics, tracing
 from .api import conversations
 from .api.admission import Admission
 from .api.auth import KeyAuth, start_owners
@@ -120,9 +120,19 @@ async def list_models(request: Request) -> Response:
 
 class Gateway(Starlette):
     """The app, keeping the server's own `send` in the scope: a stream's body goes out through it, not
-    through starlette's wrappers (api/streaming.py)."""
+    through starlette's wrappers (api/streaming.py). With `access_log`, each HTTP request is served through
+    `access.served`, whose counting `send` is the one kept (access.py)."""
+
+    access_log = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.access_log and scope["type"] == "http":
+            await access.served(scope, receive, send, self._serve)
+            return
+        scope[SERVER_SEND] = send
+        await super().__call__(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope[SERVER_SEND] = send
         await super().__call__(scope, receive, send)
 
@@ -188,6 +198,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
         exception_handlers=HANDLERS,
         lifespan=lifespan,
     )
+    app.access_log = settings.access_log
     keys = settings.load_api_keys()
     shared = make_shared_limits(settings)
     door = Door(Limits.of(settings), shared)

@@ -97,6 +97,9 @@ def _parser() -> argparse.ArgumentParser:
                             "on when that variable is set]")
     serve.add_argument("--log-format", choices=("text", "json"),
                        help=f"json: one object per line with the response id [{ENV['log_format']}; default text]")
+    serve.add_argument("--access-log", action="store_true", default=None,
+                       help="one line per request (status, bytes, time, response id), and per WebSocket "
+                            f"connection opened and closed [{ENV['access_log']}; default off]")
     add_check_arguments(sub.add_parser("check", help="check a Responses API endpoint's conformance (docs/check.md)"))
     for command in (serve, _db(sub)):
         command.add_argument("--db", metavar="URL",
@@ -177,6 +180,7 @@ def db_command(settings: Settings, action: str) -> None:
     import asyncio
 
     from .app import make_store
+    from .startup import database_failed
 
     store = make_store(settings)
     if store is None:
@@ -194,31 +198,45 @@ def db_command(settings: Settings, action: str) -> None:
         finally:
             await store.close()
 
-    print(asyncio.run(go()))
+    try:
+        print(asyncio.run(go()))
+    except Exception as exc:  # the database's failure, said in one line (startup.database_failed)
+        sys.exit(database_failed(store.label, exc))
 
 
 def serve(settings: Settings) -> None:
+    import asyncio
+
     import uvicorn
 
-    from .app import configure_edge, create_app, freeze_startup, make_router
+    from .app import configure_edge, create_app, freeze_startup, make_router, make_store
+    from .startup import check_upstreams, database_failed, listen, ready_store
 
     logs.setup(settings.log_level, settings.log_format)
     try:
         router = make_router(settings)
     except (OSError, ValueError) as exc:
         sys.exit(f"responses-gateway: {exc}")
+    if tracing.wanted(settings.otel) and not tracing.installed():  # one clear error, not one per worker
+        sys.exit("responses-gateway: tracing needs the otel extra: pip install 'responses-gateway[otel]'")
+    store = make_store(settings)
+    if store is not None:
+        try:
+            asyncio.run(ready_store(store))
+        except Exception as exc:  # one line, not the server's startup traceback
+            sys.exit(database_failed(store.label, exc))
+    asyncio.run(check_upstreams(router))
+    sock = listen(settings.host, settings.port)
     log.info("responses-gateway %s listening on http://%s:%d", __version__, settings.host, settings.port)
     if settings.config:
         for line in router.labels:
             log.info("route: %s", line)
     else:
         log.info("upstream: %s", router.upstreams[0].label)
-    if settings.db == "none":
+    if store is None:
         log.info("store: none (responses are not kept)")
     else:
-        from .store import open_store
-
-        log.info("store: %s, retention %g days", open_store(settings.db).label, settings.retention_days)
+        log.info("store: %s, retention %g days", store.label, settings.retention_days)
     if settings.redis_url:
         shared = " and per-key limits" if settings.key_max_in_flight or settings.key_requests_per_minute else ""
         log.info("background responses%s: Redis %s", shared, settings.redis_url.split("@")[-1])  # no password
@@ -227,15 +245,15 @@ def serve(settings: Settings) -> None:
     if any(rule.route.kind == "demo" for rule in router.rules):
         log.warning("DEMO MODE: answers come from a scripted demo model, not a real one. "
                     "Use --upstream URL to serve a real model server.")
+    # uvicorn's own lines go to our handler (no log_config of its own): one format for every line.
     common: dict[str, Any] = dict(host=settings.host, port=settings.port, log_level=settings.log_level,
-                                  access_log=False, **({"log_config": None} if settings.log_format == "json" else {}),
+                                  access_log=False, log_config=None,
                                   timeout_graceful_shutdown=settings.drain_timeout + 5, **settings.server_options(),
                                   timeout_keep_alive=settings.keep_alive_timeout,
                                   http="responses_gateway.edge:EdgeProtocol")
-    if tracing.wanted(settings.otel) and not tracing.installed():  # one clear error, not one per worker
-        sys.exit("responses-gateway: tracing needs the otel extra: pip install 'responses-gateway[otel]'")
     if settings.workers > 1:
-        # Each worker builds its own app from the environment (and sets its own tracing up).
+        # Each worker builds its own app from the environment (and sets its own tracing up), and serves the
+        # socket bound here.
         if settings.owner_secret is None and settings.db == "none":
             # No database to keep a shared one: one secret for this serve's workers, so an API key is the same
             # owner in each of them (per-key limits in Redis count it once).
@@ -244,15 +262,27 @@ def serve(settings: Settings) -> None:
             value = getattr(settings, name)
             if value is not None:
                 os.environ[var] = str(value)
-        with metrics_dir():
-            uvicorn.run("responses_gateway.app:app_from_env", factory=True, workers=settings.workers, **common)
+        from uvicorn.supervisors import Multiprocess
+
+        config = uvicorn.Config("responses_gateway.app:app_from_env", factory=True, workers=settings.workers,
+                                **common)
+        try:
+            supervisor = Multiprocess(config, sockets=[sock])
+        except TypeError:  # uvicorn before the supervisor took the target from the config
+            supervisor = Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock])  # type: ignore[call-arg]
+        with metrics_dir(), contextlib.suppress(KeyboardInterrupt):
+            supervisor.run()
     else:
         configure_edge(settings)
         if tracing.wanted(settings.otel):
             tracing.setup()
         app = create_app(settings, router=router)
         freeze_startup()
-        uvicorn.run(app, **common)
+        server = uvicorn.Server(uvicorn.Config(app, **common))
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run(sockets=[sock])
+        if not server.started:
+            sys.exit(3)  # the app failed to start (its error is logged): uvicorn's exit code for that
 
 
 @contextlib.contextmanager

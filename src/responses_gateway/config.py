@@ -57,6 +57,7 @@ class Settings:
     max_tokens_field: MaxTokensField = "max_tokens"
     log_level: str = "info"
     log_format: str = "text"  # "json": one JSON object per line, with the response id (logs.py)
+    access_log: bool = False  # one line per request, and per WebSocket connection opened and closed (access.py)
     otel: bool = False  # OpenTelemetry tracing over OTLP (tracing.py); also on when OTEL_EXPORTER_OTLP_ENDPOINT is set
     workers: int = 1
     # State: None = SQLite in the user's data directory; a path or sqlite:///path; postgresql://...; "none".
@@ -163,6 +164,7 @@ ENV = {
     "max_tokens_field": "RG_MAX_TOKENS_FIELD",
     "log_level": "RG_LOG_LEVEL",
     "log_format": "RG_LOG_FORMAT",
+    "access_log": "RG_ACCESS_LOG",
     "otel": "RG_OTEL",
     "workers": "RG_WORKERS",
     "db": "RG_DB",

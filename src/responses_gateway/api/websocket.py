@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .. import metrics, offload
+from .. import access, metrics, offload
 from ..errors import SERVER_ERROR, APIError, RateLimited
 from ..protocol.bounds import loads
 from ..protocol.request import request_from
@@ -56,7 +56,12 @@ async def responses_websocket(websocket: WebSocket) -> None:
         return await refuse(websocket)
     await websocket.accept()
     metrics.websocket_connections.inc()
-    await Connection(websocket, services).serve()
+    opened = access.websocket_opened(websocket.scope) if services.settings.access_log else None
+    try:
+        await Connection(websocket, services).serve()
+    finally:
+        if opened is not None:
+            access.websocket_closed(websocket.scope, opened)
 
 
 async def refuse(websocket: WebSocket) -> None:
