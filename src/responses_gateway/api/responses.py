@@ -24,6 +24,7 @@ from starlette.responses import Response
 from .. import offload
 from ..composer import Composer
 from ..errors import SERVER_ERROR, APIError
+from ..logs import RESPONSE_ID
 from ..protocol.bounds import InputLayout
 from ..protocol.request import CreateResponse, parse_request
 from ..protocol.response import skeleton
@@ -127,14 +128,17 @@ async def open_stream(services: Services, req: CreateResponse, who: str) -> Even
         opening.cancel()
         raise
     if opening.done():
-        return EventStreamResponse(opening.result().batches, keepalive)  # or the refusal, as an HTTP error
+        started = opening.result()  # or the refusal, as an HTTP error
+        RESPONSE_ID.set(started.final["id"])  # set in the task that started it: this request's logs name it too
+        return EventStreamResponse(started.batches, keepalive)
     opening.add_done_callback(_retrieve)  # a refusal nobody awaits (the client left) is not logged as lost
     return EventStreamResponse(started_late(opening, req, services), keepalive)
 
 
 async def started_late(opening: asyncio.Future[Started], req: CreateResponse,
                        services: Services) -> AsyncGenerator[list[dict[str, Any]], None]:
-    """The batches of a response whose stream began before it started; a refusal by then is in the stream."""
+    """The batches of a response whose stream began before it started; a refusal by then is in the stream.
+    (Its id is known only in the task that started it, so this request's access line shows none.)"""
     started = None
     try:
         try:
