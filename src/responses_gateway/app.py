@@ -7,6 +7,7 @@ import contextlib
 import gc
 import logging
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import orjson
 from starlette.applications import Starlette
@@ -38,6 +39,9 @@ from .store import Store, open_store
 from .tools.kits import Toolbox
 from .upstreams.base import Upstream
 
+if TYPE_CHECKING:
+    from .tools.web_search.service import WebSearch
+
 log = logging.getLogger("responses_gateway")
 
 
@@ -61,6 +65,20 @@ def make_background(settings: Settings, store: Store) -> Background:
 
         bus = RedisBus(settings.redis_url, settings.redis_event_ttl)
     return Background(settings, store, bus)
+
+
+def make_web_search(settings: Settings) -> WebSearch | None:
+    """The web search providers (docs/web-search.md), when the deployment configures any."""
+    from .tools.web_search.config import from_settings
+
+    config = from_settings(settings)
+    if config is None:
+        return None
+    from .tools.web_search.service import WebSearch
+
+    search = WebSearch(config)
+    log.info("web_search: %s", search.label)
+    return search
 
 
 def make_shared_limits(settings: Settings) -> SharedLimits | None:
@@ -151,7 +169,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             jobs = make_background(settings, store)
             await jobs.open()
         owners = await start_owners(keys, settings.owner_secret, store)
-        app.state.services = services = Services(settings, live, door, store, jobs, owners)
+        web_search = make_web_search(settings)  # None: the web_search tool is unavailable
+        app.state.services = services = Services(settings, live, door, store, jobs, owners, web_search=web_search)
         services.toolbox = Toolbox.for_services(services)  # the gateway-run tools this deployment can run
         if shared is not None and keys and store is None and not settings.owner_secret:
             log.warning("per-key limits in Redis need the same owner secret in every process: without a "
@@ -166,6 +185,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             if purger is not None:
                 purger.cancel()
             await live.close()
+            if web_search is not None:
+                await web_search.aclose()
             if shared is not None:
                 await shared.close()
             if store is not None:

@@ -123,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="MCP hosts admitted although loopback/private (host, host:port, IP or CIDR) "
                             f"[{ENV['mcp_allow_hosts']}]")
     serve.add_argument("--mcp-timeout", type=float, help=f"seconds per MCP call [{ENV['mcp_timeout']}; default 60]")
+    _web_search_flags(serve)
     serve.add_argument("--max-tool-rounds", type=int,
                        help=f"cap on model/tool rounds in one response [{ENV['max_tool_rounds']}; default 16]")
     serve.add_argument("--compaction-key", metavar="K1,K2",
@@ -144,6 +145,34 @@ def _parser() -> argparse.ArgumentParser:
         name = flag[2:].replace("-", "_")
         serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {getattr(Settings, name):g}]")
     return parser
+
+
+def _web_search_flags(serve: argparse.ArgumentParser) -> None:
+    """Web search (docs/web-search.md). Keys are best given through their environment variables."""
+    serve.add_argument("--web-search", metavar="KIND=URL,...",
+                       help="search providers for the web_search tool, a fallback chain: searxng=URL, brave, "
+                            f"tavily, exa (their public API unless =URL), mcp=URL[#tool] [{ENV['web_search']}]")
+    for kind in ("brave", "tavily", "exa"):
+        serve.add_argument(f"--{kind}-api-key", metavar="KEY",
+                           help=f"{kind.capitalize()} API key; prefer the variable [{ENV[kind + '_api_key']}]")
+    serve.add_argument("--web-search-mcp-key", metavar="KEY",
+                       help=f"bearer token for the mcp search provider [{ENV['web_search_mcp_key']}]")
+    serve.add_argument("--web-search-allow-domains", metavar="D1,D2",
+                       help="web search results and pages from these domains (and subdomains) only "
+                            f"[{ENV['web_search_allow_domains']}]")
+    serve.add_argument("--web-search-deny-domains", metavar="D1,D2",
+                       help=f"never results or pages from these domains [{ENV['web_search_deny_domains']}]")
+    for flag, number, default, what in (
+            ("--web-search-rate", float, "5", "requests per second to each provider (0: unlimited)"),
+            ("--web-search-cache-ttl", float, "600", "seconds a provider's results are cached (0: off)"),
+            ("--web-search-timeout", float, "10", "seconds per provider request"),
+            ("--web-fetch-timeout", float, "15", "seconds to fetch a page, redirects included"),
+            ("--web-fetch-max-bytes", int, "8388608", "bytes of a page read (a larger one is cut)")):
+        name = flag[2:].replace("-", "_")
+        serve.add_argument(flag, type=number, help=f"{what} [{ENV[name]}; default {default}]")
+    serve.add_argument("--web-fetch-allow-hosts", metavar="H1,H2",
+                       help="page hosts admitted although loopback/private (host, host:port, IP or CIDR) "
+                            f"[{ENV['web_fetch_allow_hosts']}]")
 
 
 def _db(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:

@@ -78,6 +78,23 @@ class Settings:
     mcp_allow_hosts: str | None = None  # comma-separated
     mcp_timeout: float = 60.0
     max_tool_rounds: int = 16
+    # Web search (docs/web-search.md): providers as a fallback chain, "KIND=URL,KIND=URL" (searxng, brave,
+    # tavily, exa, mcp); their keys (from flags or the environment, never logged); the deployment's domain
+    # policy; per provider: requests per second, seconds a result is cached, seconds per request; pages:
+    # seconds and bytes per fetch, and hosts admitted although loopback/private (tests, an intranet).
+    web_search: str | None = None
+    brave_api_key: str | None = None
+    tavily_api_key: str | None = None
+    exa_api_key: str | None = None
+    web_search_mcp_key: str | None = None
+    web_search_allow_domains: str | None = None  # comma-separated
+    web_search_deny_domains: str | None = None
+    web_search_rate: float = 5.0
+    web_search_cache_ttl: float = 600.0
+    web_search_timeout: float = 10.0
+    web_fetch_timeout: float = 15.0
+    web_fetch_max_bytes: int = 8 * 1024 * 1024
+    web_fetch_allow_hosts: str | None = None  # comma-separated, as --mcp-allow-hosts
     # Compaction: secrets sealing compaction items, comma-separated; the first seals, all open (rotation).
     # None: a key generated once and kept in the store (docs/compaction.md).
     compaction_key: str | None = None
@@ -179,6 +196,19 @@ ENV = {
     "mcp_allow_hosts": "RG_MCP_ALLOW_HOSTS",
     "mcp_timeout": "RG_MCP_TIMEOUT",
     "max_tool_rounds": "RG_MAX_TOOL_ROUNDS",
+    "web_search": "RG_WEB_SEARCH",
+    "brave_api_key": "RG_BRAVE_API_KEY",
+    "tavily_api_key": "RG_TAVILY_API_KEY",
+    "exa_api_key": "RG_EXA_API_KEY",
+    "web_search_mcp_key": "RG_WEB_SEARCH_MCP_KEY",
+    "web_search_allow_domains": "RG_WEB_SEARCH_ALLOW_DOMAINS",
+    "web_search_deny_domains": "RG_WEB_SEARCH_DENY_DOMAINS",
+    "web_search_rate": "RG_WEB_SEARCH_RATE",
+    "web_search_cache_ttl": "RG_WEB_SEARCH_CACHE_TTL",
+    "web_search_timeout": "RG_WEB_SEARCH_TIMEOUT",
+    "web_fetch_timeout": "RG_WEB_FETCH_TIMEOUT",
+    "web_fetch_max_bytes": "RG_WEB_FETCH_MAX_BYTES",
+    "web_fetch_allow_hosts": "RG_WEB_FETCH_ALLOW_HOSTS",
     "compaction_key": "RG_COMPACTION_KEY",
     "websocket": "RG_WEBSOCKET",
     "websocket_max_minutes": "RG_WEBSOCKET_MAX_MINUTES",
@@ -234,6 +264,13 @@ def check(settings: Settings) -> Settings:
             raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
     if settings.redis_url and not settings.redis_url.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(f"redis must be a redis://, rediss:// or unix:// URL; got {settings.redis_url!r}")
+    if settings.web_search:
+        from .tools.web_search.config import parse_spec
+
+        parse_spec(settings.web_search)  # a wrong provider stops the gateway at startup, naming it
+    for name in ("web_search_timeout", "web_fetch_timeout", "web_fetch_max_bytes"):
+        if getattr(settings, name) <= 0:
+            raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
     if not settings.is_demo and not settings.upstream_url.startswith(("http://", "https://")):
         raise ValueError(f"upstream must be an http(s) URL or 'demo'; got {settings.upstream_url!r}")
     return settings

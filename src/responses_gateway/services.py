@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .routing import Router
     from .store import Store
     from .tools.kits import Toolbox
+    from .tools.web_search.service import WebSearch
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Services:
     owners: dict[bytes, str] = field(default_factory=dict)  # API key -> owner id (api/auth.py)
     keyring: Keyring | None = None  # compaction's, made on first use (compaction/keys.py)
     toolbox: Toolbox | None = None  # the gateway-run tools this deployment can run (tools/kits.py)
+    web_search: WebSearch | None = None  # the web search providers, when configured (docs/web-search.md)
 
 
 def of(app: Any) -> Services:

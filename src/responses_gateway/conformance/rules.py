@@ -60,6 +60,7 @@ ID_PREFIXES = {
     "mcp_call": "mcp_",
     "mcp_list_tools": "mcpl_",
     "mcp_approval_request": "mcpr_",
+    "web_search_call": "ws_",
 }
 
 KNOWN_EVENT_TYPES = frozenset(
@@ -72,6 +73,7 @@ KNOWN_EVENT_TYPES = frozenset(
         for what in ("mcp_call", "mcp_list_tools")
         for state in ("in_progress", "completed", "failed")
     }
+    | {f"response.web_search_call.{state}" for state in ("in_progress", "searching", "completed")}
 )
 
 #: Every rule: id -> what it demands. The ids are stable: reports, --only filters and docs/check.md use them.

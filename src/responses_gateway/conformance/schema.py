@@ -200,6 +200,59 @@ DIFFERENCES: dict[str, dict[str, Any]] = {
             },
         },
     },
+    "web_search": {
+        "why": "The document has no web search shapes; OpenAI defines the `web_search` tool (and "
+        "web_search_preview, dated aliases), web_search_call items whose `action` is search / open_page / "
+        "find_in_page, and the response.web_search_call.in_progress / .searching / .completed events (openai SDK: "
+        "WebSearchTool, WebSearchPreviewTool, ResponseFunctionWebSearch, ResponseWebSearchCall*Event; "
+        "recordings/openai_builtin_tools/builtin-tool-web_search-*.yaml).",
+        "schemas": {
+            "WebSearchTool": _obj(
+                {"type": {"enum": ["web_search", "web_search_2025_08_26", "web_search_preview",
+                                   "web_search_preview_2025_03_11"]}},
+                {"search_context_size": {"enum": ["low", "medium", "high", None]},
+                 "user_location": {"type": ["object", "null"]}, "filters": {"type": ["object", "null"]},
+                 "external_web_access": {"type": ["boolean", "null"]}},
+                _TOOL,
+            ),
+            "WebSearchCall": _obj(
+                {"type": _type("web_search_call"), "id": _STR,
+                 "status": {"enum": ["in_progress", "searching", "completed", "failed", "incomplete"]}},
+                {"action": {
+                    "type": "object",
+                    "required": ["type"],
+                    "properties": {
+                        "type": {"enum": ["search", "open_page", "find_in_page"]},
+                        "query": _NULLABLE_STR,
+                        "queries": {"type": ["array", "null"], "items": _STR},
+                        "url": _NULLABLE_STR,
+                        "pattern": _STR,
+                        "sources": {"type": ["array", "null"], "items": _obj({"type": _type("url"), "url": _STR})},
+                    },
+                }},
+                _OUTPUT_AND_INPUT,
+            ),
+            **{
+                f"WebSearchCall{state}StreamingEvent": _item_event(f"response.web_search_call.{status}")
+                for state, status in (("InProgress", "in_progress"), ("Searching", "searching"),
+                                      ("Completed", "completed"))
+            },
+        },
+    },
+    "hosted_tool_choice": {
+        "why": "The document's response tool_choice has no hosted-tool form; OpenAI echoes the one a request "
+        "gave, e.g. {\"type\": \"web_search_preview\"} (openai SDK: ToolChoiceTypes, ToolChoiceMcp).",
+        "schemas": {
+            "HostedToolChoice": _obj({"type": {"enum": [
+                "file_search", "web_search", "web_search_2025_08_26", "web_search_preview",
+                "web_search_preview_2025_03_11", "code_interpreter", "image_generation", "computer_use_preview",
+                "mcp"]}}),
+        },
+        "add_properties": {"ResponseResource": {"tool_choice": {"oneOf": [
+            {"$ref": "#/components/schemas/FunctionToolChoice"}, {"$ref": "#/components/schemas/ToolChoiceValueEnum"},
+            {"$ref": "#/components/schemas/AllowedToolChoice"}, {"$ref": "#/components/schemas/HostedToolChoice"},
+        ]}}},
+    },
     "tool_search_and_namespaces": {
         "why": "The document has no tool search or namespaced tools; OpenAI (and Codex) use `namespace` tool "
         "groups, a client-executed `tool_search` tool, tool_search_call output items whose `arguments` is an "

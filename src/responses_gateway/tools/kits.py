@@ -19,13 +19,14 @@ from typing import Any
 
 from .frame import Kit
 from .mcp.kit import KIT as MCP
+from .web_search.kit import KIT as WEB_SEARCH
 
 log = logging.getLogger("responses_gateway.tools")
 
 ENTRY_POINTS = "responses_gateway.tools"
 
 # In order: annotators of earlier kits see the text first (one that removes citation markers goes first).
-BUILTIN: tuple[Kit, ...] = (MCP,)
+BUILTIN: tuple[Kit, ...] = (WEB_SEARCH, MCP)
 
 
 _registered: list[Kit] = []

@@ -14,8 +14,8 @@ import orjson
 
 from .. import causes, offload
 from ..errors import UpstreamError
+from ..net.urls import safe_url
 from ..sse import SSEDecoder
-from ..tools.mcp.urls import safe_url
 from .base import Batch, Call, FrameParser, Route
 
 log = logging.getLogger("responses_gateway.upstream")

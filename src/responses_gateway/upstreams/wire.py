@@ -14,8 +14,8 @@ import orjson
 
 from .. import generation as g
 from ..errors import UpstreamError, upstream_status_error
+from ..net.urls import safe_url
 from ..protocol.tools import Tool, wire_name
-from ..tools.mcp.urls import safe_url
 from .base import Call, Route
 from .custom_input import CustomInputDecoder
 from .http import HTTPUpstream, bearer_headers
