@@ -20,14 +20,19 @@ SLACK = 5.0  # on top of each bound: a loaded machine is slow, but never this sl
 
 HEADERS = (b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
            b"Content-Length: 1000\r\n\r\n")
+# a file upload, which its endpoint reads itself (to disk) rather than the front door
+UPLOAD = (b"POST /v1/files HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+          b"Content-Length: 1000\r\n\r\n--b\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nuser_data\r\n"
+          b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\n")
 
 
 def trickle(port: int, n: int) -> list[socket.socket]:
-    """`n` connections that each sent the headers of a 1000-byte body and its first bytes."""
+    """`n` connections that each sent the headers of a 1000-byte body and its first bytes: half of them
+    a JSON request, half a file upload."""
     socks = []
-    for _ in range(n):
+    for i in range(n):
         s = socket.create_connection(("127.0.0.1", port), timeout=5)
-        s.sendall(HEADERS + b'{"model": ')
+        s.sendall(HEADERS + b'{"model": ' if i % 2 else UPLOAD)
         socks.append(s)
     return socks
 
@@ -49,7 +54,8 @@ class Trickler(threading.Thread):
 
 def test_trickling_bodies_hold_no_place_in_flight(upstream, tmp_path):
     upstream.default = lambda request: Stream(text_stream(["served"]))
-    gw = GatewayProcess(upstream.base_url, "none", "--max-in-flight", "4", log_path=tmp_path / "gw.log")
+    gw = GatewayProcess(upstream.base_url, str(tmp_path / "rg.db"), "--max-in-flight", "4",
+                        log_path=tmp_path / "gw.log")
     socks: list[socket.socket] = []
     try:
         gw.wait_ready()
@@ -70,8 +76,8 @@ def test_trickling_bodies_hold_no_place_in_flight(upstream, tmp_path):
 
 def test_a_body_slower_than_the_minimum_rate_is_answered_408_and_closed(upstream, tmp_path):
     upstream.default = lambda request: Stream(text_stream(["served"]))
-    gw = GatewayProcess(upstream.base_url, "none", "--min-body-rate", "100", "--body-rate-grace", "1",
-                        log_path=tmp_path / "gw.log")
+    gw = GatewayProcess(upstream.base_url, str(tmp_path / "rg.db"), "--min-body-rate", "100",
+                        "--body-rate-grace", "1", log_path=tmp_path / "gw.log")
     socks: list[socket.socket] = []
     try:
         gw.wait_ready()

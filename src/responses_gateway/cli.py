@@ -31,6 +31,38 @@ BACKGROUND_FLAGS = (
     ("--redis-event-ttl", float, "seconds a Redis event stream lives after its last event"),
 )
 
+# Files and file_search (docs/file-search.md): flag, type, meaning.
+FILE_SEARCH_FLAGS = (
+    ("--max-file-bytes", int, "largest file POST /v1/files accepts (413 beyond)"),
+    ("--file-quota-bytes", int, "bytes of files one API key may keep, 0 for no quota (413 beyond)"),
+    ("--embeddings-model", str, "embedding model for file_search; without one, search is keyword-only"),
+    ("--embeddings-url", str, "OpenAI-compatible base URL serving /embeddings (default: the upstream's)"),
+    ("--embeddings-api-key", str, "bearer token for --embeddings-url (default: the upstream's key)"),
+    ("--embeddings-batch", int, "texts per embeddings request"),
+    ("--embeddings-timeout", float, "seconds per embeddings request"),
+    ("--ingest-workers", int, "files ingested at once per process"),
+    ("--max-pdf-pages", int, "pages read from one PDF (more: the file fails)"),
+    ("--max-extracted-chars", int, "characters of text one file may yield (more: the file fails)"),
+    ("--file-search-timeout", float, "seconds one file_search call may take"),
+)
+
+
+# The code interpreter (docs/code-interpreter.md): flag, type, meaning.
+CODE_INTERPRETER_FLAGS = (
+    ("--code-interpreter-dir", str, "directory on this host for the containers' /mnt/data (default: under the "
+                                    "system's temporary directory)"),
+    ("--code-interpreter-uid", int, "unprivileged host uid the code runs as when the gateway runs as root"),
+    ("--code-interpreter-timeout", float, "wall seconds one call may run (then it is interrupted)"),
+    ("--code-interpreter-max-memory", str, "the largest memory_limit a container may ask for (1g, 4g, 16g, 64g)"),
+    ("--code-interpreter-processes", int, "processes and threads one container may run at once"),
+    ("--code-interpreter-output-bytes", int, "output kept per call (a marker says how much more there was)"),
+    ("--code-interpreter-disk-bytes", int, "bytes a container's /mnt/data may hold"),
+    ("--code-interpreter-file-bytes", int, "largest file kept as a container file (in the database)"),
+    ("--code-interpreter-idle-minutes", int, "minutes of inactivity after which a container expires"),
+    ("--code-interpreter-key-containers", int, "running containers per API key"),
+    ("--code-interpreter-max-live", int, "containers with a live interpreter in this process"),
+)
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="responses-gateway", description="The OpenAI Responses API for any model.")
@@ -144,6 +176,23 @@ def _parser() -> argparse.ArgumentParser:
     for flag, kind, what in BACKGROUND_FLAGS:
         name = flag[2:].replace("-", "_")
         serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {getattr(Settings, name):g}]")
+    for flag, kind, what in FILE_SEARCH_FLAGS:
+        name = flag[2:].replace("-", "_")
+        default = getattr(Settings, name)
+        shown = "none" if default is None else default
+        serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {shown}]")
+    serve.add_argument("--code-interpreter", choices=CHOICES["code_interpreter"],
+                       help="the code_interpreter tool: auto (in bubblewrap where this machine allows it, else "
+                            "the tool is refused with a 400 saying why), bubblewrap (the same, but the gateway "
+                            f"does not start without it) or off [{ENV['code_interpreter']}; default auto]")
+    for flag, kind, what in CODE_INTERPRETER_FLAGS:
+        name = flag[2:].replace("-", "_")
+        default = getattr(Settings, name)
+        serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}"
+                                                 + (f"; default {default}]" if default is not None else "]"))
+    serve.add_argument("--public-url", metavar="URL",
+                       help="the gateway's address as clients reach it, for URLs it hands out (code interpreter "
+                            f"images); default: URLs relative to the gateway [{ENV['public_url']}]")
     return parser
 
 

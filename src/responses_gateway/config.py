@@ -112,6 +112,39 @@ class Settings:
     background_poll: float = 0.5  # seconds: event-log flush to the database, cancel-flag and follower polls
     event_retention_hours: float = 24.0  # how long the database keeps a background response's event log
     redis_event_ttl: float = 3600.0  # seconds a Redis event stream lives after its last event
+    # Code interpreter (docs/code-interpreter.md): "auto" runs it in bubblewrap where the machine allows it
+    # (else the tool is refused with a 400 saying why); "bubblewrap" also refuses to start the gateway
+    # without it; "off". Limits per call, caps on containers, where their files live on this host, the
+    # unprivileged host uid of the code when the gateway runs as root, and the gateway's address as
+    # clients reach it (for the URLs of images; default: URLs relative to the gateway).
+    code_interpreter: str = "auto"
+    code_interpreter_dir: str | None = None
+    code_interpreter_uid: int = 65534
+    code_interpreter_timeout: float = 120.0
+    code_interpreter_max_memory: str = "4g"
+    code_interpreter_processes: int = 64
+    code_interpreter_output_bytes: int = 64 * 1024
+    code_interpreter_disk_bytes: int = 1 << 30
+    code_interpreter_file_bytes: int = 32 << 20
+    code_interpreter_idle_minutes: int = 20
+    code_interpreter_key_containers: int = 100
+    code_interpreter_max_live: int = 16
+    public_url: str | None = None
+    # Files and file_search (docs/file-search.md). Uploads: the largest file, and what one key may keep (0: no
+    # quota). Embeddings go to an OpenAI-compatible /v1/embeddings (default: the upstream's) when a model is
+    # named; without one, search is keyword-only. Ingestion: files at once per process, bounds on what one
+    # file may make (PDF pages, extracted characters), seconds per embeddings request and per search call.
+    max_file_bytes: int = 512 * 1024 * 1024
+    file_quota_bytes: int = 10 * 1024 * 1024 * 1024
+    embeddings_model: str | None = None
+    embeddings_url: str | None = None  # None: the upstream's URL
+    embeddings_api_key: str | None = None  # None: the upstream's key when the URL is the upstream's
+    embeddings_batch: int = 64  # inputs per embeddings request
+    embeddings_timeout: float = 60.0
+    ingest_workers: int = 2
+    max_pdf_pages: int = 2000
+    max_extracted_chars: int = 64 * 1024 * 1024
+    file_search_timeout: float = 30.0
 
     def mcp_hosts(self) -> list[str]:
         return [h.strip() for h in (self.mcp_allow_hosts or "").split(",") if h.strip()]
@@ -219,6 +252,30 @@ ENV = {
     "background_poll": "RG_BACKGROUND_POLL",
     "event_retention_hours": "RG_EVENT_RETENTION_HOURS",
     "redis_event_ttl": "RG_REDIS_EVENT_TTL",
+    "code_interpreter": "RG_CODE_INTERPRETER",
+    "code_interpreter_dir": "RG_CODE_INTERPRETER_DIR",
+    "code_interpreter_uid": "RG_CODE_INTERPRETER_UID",
+    "code_interpreter_timeout": "RG_CODE_INTERPRETER_TIMEOUT",
+    "code_interpreter_max_memory": "RG_CODE_INTERPRETER_MAX_MEMORY",
+    "code_interpreter_processes": "RG_CODE_INTERPRETER_PROCESSES",
+    "code_interpreter_output_bytes": "RG_CODE_INTERPRETER_OUTPUT_BYTES",
+    "code_interpreter_disk_bytes": "RG_CODE_INTERPRETER_DISK_BYTES",
+    "code_interpreter_file_bytes": "RG_CODE_INTERPRETER_FILE_BYTES",
+    "code_interpreter_idle_minutes": "RG_CODE_INTERPRETER_IDLE_MINUTES",
+    "code_interpreter_key_containers": "RG_CODE_INTERPRETER_KEY_CONTAINERS",
+    "code_interpreter_max_live": "RG_CODE_INTERPRETER_MAX_LIVE",
+    "public_url": "RG_PUBLIC_URL",
+    "max_file_bytes": "RG_MAX_FILE_BYTES",
+    "file_quota_bytes": "RG_FILE_QUOTA_BYTES",
+    "embeddings_model": "RG_EMBEDDINGS_MODEL",
+    "embeddings_url": "RG_EMBEDDINGS_URL",
+    "embeddings_api_key": "RG_EMBEDDINGS_API_KEY",
+    "embeddings_batch": "RG_EMBEDDINGS_BATCH",
+    "embeddings_timeout": "RG_EMBEDDINGS_TIMEOUT",
+    "ingest_workers": "RG_INGEST_WORKERS",
+    "max_pdf_pages": "RG_MAX_PDF_PAGES",
+    "max_extracted_chars": "RG_MAX_EXTRACTED_CHARS",
+    "file_search_timeout": "RG_FILE_SEARCH_TIMEOUT",
 }
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -227,6 +284,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "max_tokens_field": get_args(MaxTokensField),
     "websocket": ("on", "off"),
     "log_format": ("text", "json"),
+    "code_interpreter": ("auto", "bubblewrap", "off"),
+    "code_interpreter_max_memory": ("1g", "4g", "16g", "64g"),
 }
 
 
@@ -259,9 +318,19 @@ def check(settings: Settings) -> Settings:
     if any(len(key) < MIN_COMPACTION_KEY for key in settings.compaction_keys()):
         raise ValueError(f"a compaction key must be at least {MIN_COMPACTION_KEY} characters, e.g. "
                          "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
-    for name in ("lease_timeout", "background_poll", "drain_timeout"):
+    for name in ("lease_timeout", "background_poll", "drain_timeout", "max_file_bytes", "embeddings_batch",
+                 "embeddings_timeout", "ingest_workers", "max_pdf_pages", "max_extracted_chars", "file_search_timeout"):
         if getattr(settings, name) <= 0:
             raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
+    for name in ("code_interpreter_timeout", "code_interpreter_processes", "code_interpreter_output_bytes",
+                 "code_interpreter_disk_bytes", "code_interpreter_file_bytes", "code_interpreter_idle_minutes",
+                 "code_interpreter_key_containers", "code_interpreter_max_live"):
+        if getattr(settings, name) <= 0:
+            raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
+    if settings.public_url and not settings.public_url.startswith(("http://", "https://")):
+        raise ValueError(f"public_url must be an http(s) URL; got {settings.public_url!r}")
+    if settings.embeddings_url and not settings.embeddings_url.startswith(("http://", "https://")):
+        raise ValueError(f"embeddings-url must be an http(s) URL; got {settings.embeddings_url!r}")
     if settings.redis_url and not settings.redis_url.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(f"redis must be a redis://, rediss:// or unix:// URL; got {settings.redis_url!r}")
     if settings.web_search:

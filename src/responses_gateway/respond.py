@@ -94,6 +94,7 @@ async def prepare(services: Services, req: CreateResponse, owner: str, resolver:
         history = await conversation_history(store, conversation, owner) + history
     tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
                             found=found_tools(history), toolbox=services.toolbox or DEFAULT)
+    await preflight(tools.gateway, services, owner)
     if req.truncation == "auto":
         upstream = Truncating(upstream, getattr(getattr(upstream, "route", None), "context_window", None))
     plan = None
@@ -173,6 +174,16 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
     hook = on_final if save or conversation is not None or then is not None else None
     return Started(req, composer, history, items, owner, run(composer, stream, hook, loop, seen, upstream), hook,
                    seen)
+
+
+async def preflight(declared: list[Declared], services: Services, owner: str) -> None:
+    """Each gateway-run kit's check against the deployment (its `preflight`), before any event."""
+    by_kit: dict[Kit, list[Declared]] = {}
+    for one in declared:
+        by_kit.setdefault(one.kit, []).append(one)
+    for kit, group in by_kit.items():
+        if kit.preflight is not None:
+            await kit.preflight(group, services, owner)
 
 
 def start_runners(declared: list[Declared], context: Context) -> dict[str, Runner]:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from .door import Door
     from .routing import Router
     from .store import Store
+    from .tools.code_interpreter.service import CodeInterpreter
+    from .tools.file_search.service import FileSearch
     from .tools.kits import Toolbox
     from .tools.web_search.service import WebSearch
 
@@ -32,6 +34,9 @@ class Services:
     keyring: Keyring | None = None  # compaction's, made on first use (compaction/keys.py)
     toolbox: Toolbox | None = None  # the gateway-run tools this deployment can run (tools/kits.py)
     web_search: WebSearch | None = None  # the web search providers, when configured (docs/web-search.md)
+    file_search: FileSearch | None = None  # file_search's service, with a store and the extra (docs/file-search.md)
+    code_interpreter: CodeInterpreter | None = None  # its containers, when on and the sandbox works
+    code_interpreter_problem: str | None = None  # why the code interpreter is not running, when it is not
 
 
 def of(app: Any) -> Services:

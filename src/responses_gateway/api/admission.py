@@ -3,7 +3,9 @@ holds its place until its response has been sent.
 
 A request with a body is read whole here first, at a minimum pace and within --max-body-bytes (body.py),
 then admitted: a body still arriving holds no place in flight, so clients that trickle bodies cannot make
-everyone else's requests 429s. The handler finds the body in the scope (`body_of`).
+everyone else's requests 429s. The handler finds the body in the scope (`body_of`). A multipart upload is
+read by its endpoint instead (to disk, within that endpoint's bound), held to the same pace, and admitted
+when its last byte has come.
 
 The ticket is released when the app has sent its response — a stream's last event included. A background
 response takes the ticket over (`hand_over`): its job releases it when the response ends. `/health` and
@@ -36,26 +38,40 @@ class Admission:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
             return await self.app(scope, receive, send)
         length = body_length(scope)
-        if length != 0:
+        if length != 0 and is_upload(scope):  # read by its endpoint: admitted when its body has come
+            receive = self.readers.paced(receive, lambda: self.enter(scope))
+        else:
+            if length != 0:
+                try:
+                    if length is not None:
+                        self.door.check_size(length)  # announced too large: refused before a byte is read
+                    scope[BODY] = await self.readers.read(receive, self.door)
+                except ClientDisconnect:
+                    return  # nobody to answer
+                except APIError as exc:
+                    return await refuse(exc, scope, receive, send)
+                receive = after_body(receive)
             try:
-                if length is not None:
-                    self.door.check_size(length)  # announced too large: refused before a byte is read
-                scope[BODY] = await self.readers.read(receive, self.door)
-            except ClientDisconnect:
-                return  # nobody to answer
-            except APIError as exc:
+                await self.enter(scope)
+            except RateLimited as exc:
                 return await refuse(exc, scope, receive, send)
-            receive = after_body(receive)
-        try:
-            ticket = await self.door.admit(scope.get("state", {}).get("owner", ""))
-        except RateLimited as exc:
-            return await refuse(exc, scope, receive, send)
-        scope[TICKET] = ticket
         try:
             await self.app(scope, receive, send)
         finally:
-            if scope.get(TICKET) is ticket:
+            ticket = hand_over(scope)
+            if ticket is not None:
                 await ticket.release()
+
+    async def enter(self, scope: Scope) -> None:
+        scope[TICKET] = await self.door.admit(scope.get("state", {}).get("owner", ""))
+
+
+def is_upload(scope: Scope) -> bool:
+    """A multipart body: its endpoint streams it (to disk) within a bound of its own (e.g. --max-file-bytes)."""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return bool(value.lower().startswith(b"multipart/form-data"))
+    return False
 
 
 def body_length(scope: Scope) -> int | None:

@@ -9,11 +9,14 @@ the whole body, and --max-body-bytes its size (413).
 
 The pace is checked once a second by one timer for all bodies still arriving (`Readers`), not by a timer
 per request: almost every body arrives with its headers, and each would pay for a timer it never needs.
+A multipart upload is not read here (its endpoint streams it to disk within its own bound): it is held to
+the same pace as its endpoint reads it (`Readers.paced`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from starlette.requests import ClientDisconnect
@@ -84,30 +87,61 @@ class Readers:
         """The body, appended chunk by chunk as it arrives (one join of tens of MB at the end would be a
         single step of tens of milliseconds on the event loop). Raises the 413 or 408 to answer, or
         ClientDisconnect."""
-        task = asyncio.current_task()
-        assert task is not None
-        reading = Reading(task, asyncio.get_running_loop().time())
-        self.add(reading)
+        reading = Reading(current(), asyncio.get_running_loop().time())
         body = bytearray()
+        while True:
+            message = await self.next(receive, reading)
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnect
+            chunk = message.get("body", b"")
+            door.check_size(len(body) + len(chunk))
+            body += chunk
+            reading.received = len(body)
+            if not message.get("more_body", False):
+                return body
+
+    def paced(self, receive: Receive, at_end: Callable[[], Awaitable[None]]) -> Receive:
+        """`receive` for an app that reads the body itself (a multipart upload, bounded by its endpoint): held
+        to the same pace, and `at_end` awaited when the body has come (it may raise, e.g. RateLimited)."""
+        reading: Reading | None = None
+        done = False
+
+        async def next_message() -> Message:
+            nonlocal reading, done
+            if done:
+                return await receive()
+            if reading is None:
+                reading = Reading(current(), asyncio.get_running_loop().time())
+            message = await self.next(receive, reading)
+            reading.received += len(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                done = True
+                if message["type"] == "http.request":
+                    await at_end()
+            return message
+
+        return next_message
+
+    async def next(self, receive: Receive, reading: Reading) -> Message:
+        """The next message of a body, its reading watched only while it is awaited here (the app may await
+        other things between two reads); SlowBody when the body fell behind the pace meanwhile."""
+        self.add(reading)
         try:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    raise ClientDisconnect
-                chunk = message.get("body", b"")
-                door.check_size(len(body) + len(chunk))
-                body += chunk
-                reading.received = len(body)
-                if not message.get("more_body", False):
-                    return body
+            return await receive()
         except asyncio.CancelledError as exc:
             if exc.args != (SLOW,):
                 raise
-            task.uncancel()
+            reading.task.uncancel()
             metrics.connections_closed.labels("body_rate").inc()
             raise SlowBody(self.pace) from None
         finally:
             self.reading.discard(reading)
+
+
+def current() -> asyncio.Task[object]:
+    task = asyncio.current_task()
+    assert task is not None
+    return task
 
 
 def after_body(receive: Receive) -> Receive:

@@ -23,6 +23,7 @@ from starlette.responses import Response
 
 from .. import offload
 from ..composer import Composer
+from ..door import too_large
 from ..errors import SERVER_ERROR, APIError
 from ..logs import RESPONSE_ID
 from ..protocol.bounds import InputLayout
@@ -38,10 +39,10 @@ from .streaming import EventStreamResponse
 log = logging.getLogger("responses_gateway")
 
 
-async def read_body(request: Request) -> bytes | bytearray:
-    """The body (read whole before admission, within --max-body-bytes), refused with a 400 when it costs too
-    much to parse."""
-    raw, _ = await read_checked(request)
+async def read_body(request: Request, limit: int | None = None) -> bytes | bytearray:
+    """The body, refused with a 413 above `limit` bytes (an endpoint's own bound; --max-body-bytes always
+    holds) and a 400 when it costs too much to parse."""
+    raw, _ = await read_checked(request, limit)
     return raw
 
 
@@ -52,11 +53,30 @@ async def read_request(request: Request) -> CreateResponse:
     return await offload.run(parse_request, raw, layout if offload.is_large() else None)
 
 
-async def read_checked(request: Request) -> tuple[bytes | bytearray, InputLayout | None]:
-    raw: bytes | bytearray = body_of(request.scope) or b""
+async def read_checked(request: Request, limit: int | None = None) -> tuple[bytes | bytearray, InputLayout | None]:
+    door = of(request.app).door
+    raw = body_of(request.scope)  # read before admission (api/admission.py)
+    if raw is None:  # none, or a multipart body its endpoint reads as it comes
+        raw = await read_streamed(request, door.limits.max_body_bytes if limit is None else limit)
+    elif limit is not None and len(raw) > limit:
+        raise too_large(limit)
     offload.mark(len(raw))  # what this request's items cost is paid in a worker thread too (offload.py)
-    layout = await offload.run(of(request.app).door.scan, raw)
+    layout = await offload.run(door.scan, raw)
     return raw, layout
+
+
+async def read_streamed(request: Request, limit: int) -> bytearray:
+    """Appended chunk by chunk as it arrives: one join of tens of MB at the end would be a single step of
+    tens of milliseconds on the event loop (most of it page faults on the fresh memory)."""
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > limit:
+        raise too_large(limit)
+    body = bytearray()
+    async for chunk in request.stream():
+        if len(body) + len(chunk) > limit:
+            raise too_large(limit)
+        body += chunk
+    return body
 
 
 def owner(request: Request) -> str:

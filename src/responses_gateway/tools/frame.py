@@ -17,7 +17,7 @@ delta of its own calls only; an `Annotator` sees the output text of responses th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -145,3 +145,6 @@ class Kit:
     # raising APIError; and a pass over a whole history before `lower` (e.g. MCP's declined approvals).
     check: Callable[[Sequence[Declared]], None] | None = None
     rewrite: Callable[[list[Item]], list[Item]] | None = None
+    # Optional: an async check against the deployment before the response starts (services, owner), raising
+    # APIError — e.g. file_search's vector stores must be the caller's (a 404 rather than a failed call).
+    preflight: Callable[[Sequence[Declared], Any, str], Awaitable[None]] | None = None
