@@ -270,12 +270,12 @@ SERIES = [("direct", "upstream alone", "#888888", "events_per_s"),
           ("gateway-sqlite", "gateway, SQLite store", "#d62728", "events_per_s")]
 
 
-def svg(results: list[dict], title: str) -> str:
+def svg(results: list[dict], title: str, unpaced: str = "unpaced") -> str:
     """Two panels drawn by hand: events/s against W (with the line W × the W=1 figure of `--db none` for
     reference) and CPU ms per response against W (flat is perfect scaling)."""
     ws = [r["workers"] for r in results]
     width, height, pw, ph = 900, 390, 340, 250
-    panels = [(70, "events/s (unpaced, 256 tokens, C = 64 W)", "events_per_s", SERIES),
+    panels = [(70, f"events/s ({unpaced})", "events_per_s", SERIES),
               (520, "gateway CPU ms per response", "gateway_cpu_ms_per_request", SERIES[1:])]
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
            'font-family="sans-serif" font-size="12">', '<rect width="100%" height="100%" fill="white"/>',
@@ -463,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
             up.stop()
     title = (f"responses-gateway --workers W, {meta['machine']['cores']} CPUs ({meta['started'][:10]}): "
              + ("pinned" if len(layout.available()) >= top + 2 else "too few CPUs to show scaling"))
-    svg_text = svg(results, title)
+    svg_text = svg(results, title, f"{opts.tokens} tokens, C = {opts.concurrency_per_worker} W")
     opts.results_dir.mkdir(parents=True, exist_ok=True)
     svg_path = opts.results_dir / f"{stamp}-scaling.svg"
     svg_path.write_text(svg_text)
