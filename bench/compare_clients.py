@@ -9,7 +9,9 @@ uvloop, streams N responses at concurrency C with
   * aiohttp: `session.post(...)`, `resp.content.iter_any()` — a session set up like the gateway's
     (`TCPConnector(limit=0, keepalive_timeout=60)`, auto-decompression on);
   * httpx:   `client.stream("POST", ...)`, `aiter_bytes()` — an `AsyncClient` with the same pooling
-    (no connection limit, every connection kept alive, HTTP/1.1, `trust_env=False`).
+    (no connection limit, every connection kept alive, HTTP/1.1, `trust_env=False`);
+  * raw:     no library — a bare asyncio protocol that writes the request and de-chunks the body, one read
+    per `data_received`, connections kept alive: the floor any client library sits on.
 
 Each read goes through `responses_gateway.sse.SSEDecoder` and each frame but `[DONE]` through `orjson.loads`:
 what the gateway does with the upstream body before it builds events. It measures this process's CPU time
@@ -41,7 +43,7 @@ from responses_gateway.sse import SSEDecoder
 from . import load
 from .run import CLEAN_OTHER_PCT, Proc, clean_env, fmt_num, median_of, wait_http, wait_quiet
 
-CLIENTS = ("aiohttp", "httpx")
+CLIENTS = ("aiohttp", "httpx", "raw")
 HEADERS = {"content-type": "application/json", "accept": "text/event-stream"}
 
 
@@ -116,8 +118,108 @@ class HttpxClient:
         await self.client.aclose()
 
 
+class _RawConnection(asyncio.Protocol):
+    """One kept-alive connection speaking just enough HTTP/1.1 for the fake upstream: a request out, a
+    status line and headers, a chunked body handed on one read at a time (as `iter_any()` does)."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.ready: list[bytes] = []
+        self.head = False
+        self.done = False
+        self.lost = False
+        self.waiter: asyncio.Future | None = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def connection_lost(self, exc) -> None:
+        self.lost = self.done = True
+        self._wake()
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        if not self.head:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            if self.buf[9:12] != b"200":
+                raise RuntimeError(f"HTTP {bytes(self.buf[9:12]).decode()}")
+            del self.buf[:end + 4]
+            self.head = True
+        decoded = []
+        buf = self.buf
+        while True:
+            eol = buf.find(b"\r\n")
+            if eol < 0:
+                break
+            size = int(buf[:eol], 16)
+            if len(buf) < eol + 4 + size:
+                break
+            if size == 0:
+                del buf[:eol + 4]
+                self.done = True
+                break
+            decoded.append(bytes(buf[eol + 2:eol + 2 + size]))
+            del buf[:eol + 4 + size]
+        if decoded:
+            self.ready.append(b"".join(decoded))
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    async def stream(self, request: bytes):
+        self.head = self.done = False
+        self.transport.write(request)
+        loop = asyncio.get_running_loop()
+        while True:
+            if self.ready:
+                chunks, self.ready = self.ready, []
+                for chunk in chunks:
+                    yield chunk
+                continue
+            if self.done:
+                if self.lost:
+                    raise RuntimeError("connection lost")
+                return
+            self.waiter = loop.create_future()
+            await self.waiter
+
+
+class RawClient:
+    """The floor: no HTTP library at all, a bare asyncio protocol (above) on the same event loop; what any
+    client library adds is what it costs above this."""
+
+    name = "raw"
+
+    def __init__(self) -> None:
+        self.idle: list[_RawConnection] = []
+
+    async def one(self, url: str, body: bytes, run: Run) -> None:
+        rest = url.removeprefix("http://")
+        hostport, path = rest.split("/", 1)
+        host, port = hostport.split(":")
+        if self.idle:
+            conn = self.idle.pop()
+        else:
+            _t, conn = await asyncio.get_running_loop().create_connection(_RawConnection, host, int(port))
+        request = (f"POST /{path} HTTP/1.1\r\nhost: {hostport}\r\ncontent-type: application/json\r\n"
+                   f"accept: text/event-stream\r\ncontent-length: {len(body)}\r\n\r\n").encode() + body
+        await _consume(conn.stream(request), run)
+        if not conn.lost:
+            self.idle.append(conn)
+
+    async def close(self) -> None:
+        for conn in self.idle:
+            conn.transport.close()
+        self.idle = []
+
+
 def make_client(name: str):
-    return AiohttpClient() if name == "aiohttp" else HttpxClient()
+    return {"aiohttp": AiohttpClient, "httpx": HttpxClient, "raw": RawClient}[name]()
 
 
 async def stream_many(client, url: str, body: bytes, requests: int, concurrency: int, duration: float) -> Run:
@@ -191,19 +293,19 @@ def table(rows: list[dict]) -> str:
 
 
 def comparison(rows: list[dict], runs: dict) -> str:
-    """Per C: httpx against aiohttp from the medians in the table, and paired by round (the two clients ran
-    back to back in each round, so a round's ratio is less exposed to load that came and went)."""
+    """Per C: httpx and the raw floor against aiohttp from the medians in the table, and paired by round (the
+    clients ran back to back in each round, so a round's ratio is less exposed to load that came and went)."""
     lines = []
-    for c in sorted({r["concurrency"] for r in rows}):
+    for c, other in ((c, o) for c in sorted({r["concurrency"] for r in rows}) for o in CLIENTS[1:]):
         a = next((r for r in rows if r["client"] == "aiohttp" and r["concurrency"] == c), None)
-        h = next((r for r in rows if r["client"] == "httpx" and r["concurrency"] == c), None)
+        h = next((r for r in rows if r["client"] == other and r["concurrency"] == c), None)
         if not a or not h or not a["cpu_ms_per_response"] or not h["cpu_ms_per_response"]:
             continue
-        pairs = list(zip(runs[("aiohttp", c)], runs[("httpx", c)], strict=True))
+        pairs = list(zip(runs[("aiohttp", c)], runs[(other, c)], strict=True))
         cpu = median_of([y["cpu_ms_per_response"] / x["cpu_ms_per_response"] for x, y in pairs
                        if x["cpu_ms_per_response"]])
         wall = median_of([y["wall_s"] / x["wall_s"] for x, y in pairs if x["wall_s"]])
-        lines.append(f"- C={c}: httpx uses {h['cpu_ms_per_response'] / a['cpu_ms_per_response']:.2f}× the CPU of "
+        lines.append(f"- C={c}: {other} uses {h['cpu_ms_per_response'] / a['cpu_ms_per_response']:.2f}× the CPU of "
                      f"aiohttp per response ({h['cpu_ms_per_response']:.3f} vs {a['cpu_ms_per_response']:.3f} ms; "
                      f"{1000 * (h['cpu_ms_per_response'] - a['cpu_ms_per_response']) / h['frames_per_response']:+.2f}"
                      f" µs per frame), wall {h['wall_s'] / a['wall_s']:.2f}×; paired by round (median of "
@@ -216,6 +318,9 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--requests", type=int, default=1000, help="recorded responses per run [1000]")
     p.add_argument("--concurrency", default="1,64", help="comma-separated concurrency levels [1,64]")
     p.add_argument("--tokens", type=int, default=256, help="content tokens per response [256]")
+    p.add_argument("--delay-ms", type=float, default=0.0,
+                   help="the upstream's per-token delay: above 0 each token arrives as a read of its own, as from "
+                        "a real model (CPU per response is then the figure; wall is the pace) [0]")
     p.add_argument("--repeat", type=int, default=3, help="interleaved runs of each case; median reported [3]")
     p.add_argument("--duration", type=float, default=20.0, help="no new request after this many s in a run [20]")
     p.add_argument("--wait-quiet", type=float, default=10.0, metavar="SECONDS",
@@ -240,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     versions = {pkg: importlib.metadata.version(pkg) for pkg in ("aiohttp", "httpx", "httpcore", "h11", "uvloop")}
     with tempfile.TemporaryDirectory(prefix="rg-clients-") as tmp:
         up = Proc("upstream", [sys.executable, "-m", "bench.fake_upstream", "--port", "0", "--tokens",
-                               str(opts.tokens), "--tokens-per-chunk", "1"], Path(tmp), clean_env(),
+                               str(opts.tokens), "--tokens-per-chunk", "1", "--delay-ms", str(opts.delay_ms)],
+                  Path(tmp), clean_env(),
                   capture_stdout=True)
         try:
             up_url = up.first_line(timeout=20).split()[-2].removesuffix("/v1")
@@ -285,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
     say("")
     say(f"Upstream read side only, one process on uvloop: {opts.tokens} tokens per response, one token per chunk, "
+        + (f"{opts.delay_ms:g} ms per token, " if opts.delay_ms else "no delay, ") +
         f"SSEDecoder + orjson.loads per frame. Median of {opts.repeat} interleaved runs (by CPU per response; "
         f"among runs with other CPU ≤ {CLEAN_OTHER_PCT:g}% when there are any). "
         + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".")
