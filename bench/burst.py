@@ -36,7 +36,7 @@ import orjson
 
 from . import layout, load
 from .loadpool import LoadPool
-from .run import ROOT, Proc, clean_env, fmt_num, free_port, get_json, post_json, wait_http, wait_quiet
+from .run import ROOT, Proc, clean_env, fmt_num, get_json, post_json, upstream_and_gateway, wait_quiet
 
 
 def probe_main(url: str, seconds: float, every: float) -> None:
@@ -181,65 +181,14 @@ def main(argv: list[str] | None = None) -> int:
             "loadavg": " ".join(Path("/proc/loadavg").read_text().split()[:3])}
     with tempfile.TemporaryDirectory(prefix="rg-burst-") as tmp:
         tmpdir = Path(tmp)
-        up = Proc("upstream", [sys.executable, "-m", "bench.fake_upstream", "--port", "0", "--tokens", str(opts.tokens),
-                               "--delay-ms", str(opts.delay_ms), "--processes", str(opts.upstream_processes)],
-                  tmpdir, clean_env(), capture_stdout=True)
-        gw = None
+        upstream_args = ["--tokens", str(opts.tokens), "--delay-ms", str(opts.delay_ms), "--processes",
+                         str(opts.upstream_processes)]
         try:
-            up_url = up.first_line(timeout=20).split()[-2].removesuffix("/v1")
-            wait_http(f"{up_url}/health", up)
-            port = free_port()
-            gw = Proc("gateway", [sys.executable, "-m", "responses_gateway", "serve", "--upstream", f"{up_url}/v1",
-                                  "--host", "127.0.0.1", "--port", str(port), "--db", str(tmpdir / "responses.db"),
-                                  "--log-level", "warning", "--workers", str(opts.workers)],
-                      tmpdir, clean_env(opts.gateway_src))
-            gw_url = f"http://127.0.0.1:{port}"
-            wait_http(f"{gw_url}/health", gw, timeout=60)
-            post_json(f"{up_url}/_bench/config", {"tokens": opts.tokens, "delay_ms": opts.delay_ms})
-
-            async def everything() -> dict:
-                pool = None
-                if opts.load_processes > 1:
-                    pool = LoadPool(opts.load_processes, clean_env(), str(ROOT))
-                    await pool.start()
-                try:
-                    time.sleep(1.0 if opts.workers > 1 else 0.0)
-                    up_cpus, load_cpus = lay.split()
-                    layout.apply(lay, load.tree(gw.pid), [up.pid, os.getpid()],
-                                 upstream_pids=load.tree(up.pid), load_pids=[os.getpid(), *(pool.pids if pool else [])])
-                    # warm the gateway's upstream pool (as after a while in service), then the bursts
-                    body = load.request_body("gateway", store=opts.store)
-                    span = opts.tokens * opts.delay_ms / 1000.0
-                    await load.run_load(gw_url, "gateway", opts.streams, opts.streams, body, duration=60, stagger=span)
-                    runs: dict[str, list[dict]] = {"direct": [], "gateway": []}
-                    for i in range(opts.bursts):
-                        order = (("direct", up_url, "upstream", None), ("gateway", gw_url, "gateway", gw.pid))
-                        for name, url, mode, pid in (order if i % 2 == 0 else order[::-1]):
-                            row = await one_burst(opts, pool, url, mode, pid, up, up_url,
-                                                  load_cpus if pinned else None)
-                            runs[name].append(row)
-                            print(f"  burst {i + 1}/{opts.bursts} {name:<8} {row['ok']}/{row['requests']} ok  TTFT p50/p99/max "
-                                  f"{row['ttft_p50_ms']:.1f}/{row['ttft_p99_ms']:.1f}/{row['ttft_max_ms']:.1f} ms  "
-                                  f"upstream reached p99 {row['before_upstream_p99_ms']:.1f} ms"
-                                  + (f"  CPU {row['gateway_cpu_ms_per_request']:.2f} ms/resp" if pid else "")
-                                  + (f"  probe max {row['probe_max_ms']:.1f} ms" if "probe_max_ms" in row else "")
-                                  + f"  other {row.get('unattributed_cpu_pct', float('nan')):.0f}%"
-                                  + (f"  [{row['first_error']}]" if row["first_error"] else ""), flush=True)
-                    return runs
-                finally:
-                    if pool is not None:
-                        await pool.close()
-
-            try:
-                import uvloop
-                runs = uvloop.run(everything())
-            except ImportError:
-                runs = asyncio.run(everything())
+            with upstream_and_gateway(tmpdir, upstream_args, ["--workers", str(opts.workers)],
+                                      opts.gateway_src) as (up, up_url, gw, gw_url):
+                runs = run_bursts(opts, lay, pinned, up, up_url, gw, gw_url)
         finally:
             layout.pin([os.getpid()], frozenset(layout.available()))
-            if gw is not None:
-                gw.stop()
-            up.stop()
     rows = {name: median_by(rs, "ttft_p99_ms") for name, rs in runs.items()}
     md = markdown(opts, rows, meta)
     print()
@@ -247,6 +196,49 @@ def main(argv: list[str] | None = None) -> int:
     if opts.json:
         opts.json.write_bytes(orjson.dumps({"meta": meta, "rows": rows, "runs": runs}, option=orjson.OPT_INDENT_2))
     return 0 if all(r["errors"] == 0 for rs in runs.values() for r in rs) else 1
+
+
+def run_bursts(opts, lay: layout.Layout, pinned: bool, up: Proc, up_url: str, gw: Proc, gw_url: str) -> dict:
+    post_json(f"{up_url}/_bench/config", {"tokens": opts.tokens, "delay_ms": opts.delay_ms})
+
+    async def everything() -> dict:
+        pool = None
+        if opts.load_processes > 1:
+            pool = LoadPool(opts.load_processes, clean_env(), str(ROOT))
+            await pool.start()
+        try:
+            time.sleep(1.0 if opts.workers > 1 else 0.0)
+            _up_cpus, load_cpus = lay.split()
+            layout.apply(lay, load.tree(gw.pid), [up.pid, os.getpid()],
+                         upstream_pids=load.tree(up.pid), load_pids=[os.getpid(), *(pool.pids if pool else [])])
+            # warm the gateway's upstream pool (as after a while in service), then the bursts
+            body = load.request_body("gateway", store=opts.store)
+            span = opts.tokens * opts.delay_ms / 1000.0
+            await load.run_load(gw_url, "gateway", opts.streams, opts.streams, body, duration=60, stagger=span)
+            runs: dict[str, list[dict]] = {"direct": [], "gateway": []}
+            for i in range(opts.bursts):
+                order = (("direct", up_url, "upstream", None), ("gateway", gw_url, "gateway", gw.pid))
+                for name, url, mode, pid in (order if i % 2 == 0 else order[::-1]):
+                    row = await one_burst(opts, pool, url, mode, pid, up, up_url,
+                                          load_cpus if pinned else None)
+                    runs[name].append(row)
+                    print(f"  burst {i + 1}/{opts.bursts} {name:<8} {row['ok']}/{row['requests']} ok  TTFT p50/p99/max "
+                          f"{row['ttft_p50_ms']:.1f}/{row['ttft_p99_ms']:.1f}/{row['ttft_max_ms']:.1f} ms  "
+                          f"upstream reached p99 {row['before_upstream_p99_ms']:.1f} ms"
+                          + (f"  CPU {row['gateway_cpu_ms_per_request']:.2f} ms/resp" if pid else "")
+                          + (f"  probe max {row['probe_max_ms']:.1f} ms" if "probe_max_ms" in row else "")
+                          + f"  other {row.get('unattributed_cpu_pct', float('nan')):.0f}%"
+                          + (f"  [{row['first_error']}]" if row["first_error"] else ""), flush=True)
+            return runs
+        finally:
+            if pool is not None:
+                await pool.close()
+
+    try:
+        import uvloop
+        return uvloop.run(everything())
+    except ImportError:
+        return asyncio.run(everything())
 
 
 if __name__ == "__main__":

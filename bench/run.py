@@ -139,9 +139,9 @@ def wait_http(url: str, proc: Proc, timeout: float = 30.0) -> None:
 
 
 @contextlib.contextmanager
-def upstream_and_gateway(tmpdir: Path, upstream_args: list[str], gateway_args: list[str]):
-    """The fake upstream and the gateway (SQLite store in `tmpdir`) as processes, both answering; yields
-    (upstream, upstream URL, gateway, gateway URL) and stops both at the end."""
+def upstream_and_gateway(tmpdir: Path, upstream_args: list[str], gateway_args: list[str], src: str | None = None):
+    """The fake upstream and the gateway (SQLite store in `tmpdir`; from the `src` directory when given) as
+    processes, both answering; yields (upstream, upstream URL, gateway, gateway URL) and stops both at the end."""
     up = Proc("upstream", [sys.executable, "-m", "bench.fake_upstream", "--port", "0", *upstream_args], tmpdir,
               clean_env(), capture_stdout=True)
     gw = None
@@ -151,7 +151,7 @@ def upstream_and_gateway(tmpdir: Path, upstream_args: list[str], gateway_args: l
         port = free_port()
         gw = Proc("gateway", [sys.executable, "-m", "responses_gateway", "serve", "--upstream", f"{up_url}/v1",
                               "--host", "127.0.0.1", "--port", str(port), "--db", str(tmpdir / "responses.db"),
-                              "--log-level", "warning", *gateway_args], tmpdir, clean_env())
+                              "--log-level", "warning", *gateway_args], tmpdir, clean_env(src))
         gw_url = f"http://127.0.0.1:{port}"
         wait_http(f"{gw_url}/health", gw, timeout=60)
         yield up, up_url, gw, gw_url
@@ -603,7 +603,7 @@ def summarize_collapsed(text: str, top: int = 25) -> dict:
         for f in set(frames):
             incl[f] = incl.get(f, 0) + n
         area[_area(leaf)] = area.get(_area(leaf), 0) + n
-        stage = _stage(frames)
+        stage = stage_of(frames)
         stages[stage] = stages.get(stage, 0) + n
 
     def pct(d: dict) -> list[list]:
@@ -637,12 +637,14 @@ FRAME_RULES = [
 ]
 
 
-def _stage(frames: list[str]) -> str:
-    for name, keys in STACK_RULES:
+def stage_of(frames: list[str], stack_rules=None, frame_rules=None) -> str:
+    """The stage of one sampled stack: the first of `stack_rules` with a key anywhere on the stack, else the
+    innermost frame that matches one of `frame_rules` (this module's rules by default)."""
+    for name, keys in STACK_RULES if stack_rules is None else stack_rules:
         if any(k in f for f in frames for k in keys):
             return name
     for f in reversed(frames):
-        for name, keys in FRAME_RULES:
+        for name, keys in FRAME_RULES if frame_rules is None else frame_rules:
             if any(k in f for k in keys):
                 return name
     return "other"

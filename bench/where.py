@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from . import layout, load
-from .run import Proc, clean_env, find_py_spy, fmt_num, free_port, post_json, wait_http, wait_quiet
+from .run import Proc, clean_env, find_py_spy, fmt_num, free_port, post_json, stage_of, wait_http, wait_quiet
 
 # A stage for a stack: the first CONTEXT rule whose marker is anywhere on the stack (the phase of a request
 # the sample belongs to), else the innermost frame that matches a FRAME rule.
@@ -90,17 +90,6 @@ ROOTS = {
 }
 
 
-def stage_of(frames: list[str]) -> str:
-    for name, marks in CONTEXT:
-        if any(m in f for f in frames for m in marks):
-            return name
-    for f in reversed(frames):
-        for name, marks in FRAME:
-            if any(m in f for m in marks):
-                return name
-    return "other"
-
-
 def collapsed_stages(text: str) -> tuple[int, dict[str, int]]:
     total, out = 0, {}
     for line in text.splitlines():
@@ -112,7 +101,7 @@ def collapsed_stages(text: str) -> tuple[int, dict[str, int]]:
             continue
         n = int(count)
         total += n
-        stage = stage_of(frames)
+        stage = stage_of(frames, CONTEXT, FRAME)
         out[stage] = out.get(stage, 0) + n
     return total, out
 
