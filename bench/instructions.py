@@ -72,6 +72,48 @@ def total_instructions(dump: Path, timeout: float = 30.0) -> int:
         time.sleep(0.2)
 
 
+def by_object(dump: Path) -> dict[str, int]:
+    """Self instructions per object file (the interpreter, uvloop, orjson, libsqlite3, libc ...) in a callgrind
+    dump: Python code itself counts as the interpreter's (python3.x / libpython)."""
+    names: dict[str, str] = {}
+    out: dict[str, int] = {}
+    current = "?"
+    skip = False
+
+    def name_of(ref: str) -> str:
+        ref = ref.strip()
+        if ref.startswith("(") and ")" in ref:
+            key, _, rest = ref.partition(")")
+            if rest.strip():
+                names[key] = rest.strip()
+            return names.get(key, ref)
+        return ref
+
+    for line in dump.read_text(errors="replace").splitlines():
+        if line.startswith("ob="):
+            current = name_of(line[3:])
+        elif line.startswith("cob="):
+            name_of(line[4:])  # registers the id only
+        elif line.startswith("calls="):
+            skip = True  # the next cost line is the call's inclusive cost, not self cost
+        elif line[:1].isdigit() or line[:1] in "+-*":
+            if skip:
+                skip = False
+                continue
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                out[current] = out.get(current, 0) + int(parts[1])
+    return out
+
+
+def short_object(path: str) -> str:
+    base = path.rsplit("/", 1)[-1]
+    for mark in ("site-packages/", "lib-dynload/"):
+        if mark in path:
+            return path.split(mark, 1)[1].split("/", 1)[0] if mark == "site-packages/" else base
+    return base
+
+
 def control(*args: str) -> None:
     subprocess.run(["callgrind_control", *args], check=True, capture_output=True)
 
@@ -106,8 +148,12 @@ def _dumped(case: str, n: int, tokens: int, gw: Proc, out: Path, result: load.Ru
     ok = [s for s in result.samples if s.ok]
     if len(ok) != n or not new:
         raise RuntimeError(f"{case}: {len(ok)} of {n} responses, dump {'written' if new else 'missing'}")
-    per = total_instructions(max(new, key=lambda p: p.stat().st_mtime)) / n
-    return {"case": case, "responses": n, "tokens": tokens, "instructions": per,
+    dump = max(new, key=lambda p: p.stat().st_mtime)
+    per = total_instructions(dump) / n
+    objects: dict[str, float] = {}
+    for obj, ir in by_object(dump).items():
+        objects[short_object(obj)] = objects.get(short_object(obj), 0.0) + ir / n
+    return {"case": case, "responses": n, "tokens": tokens, "instructions": per, "objects": objects,
             "reads": sum(s.reads for s in ok) / n}
 
 
@@ -123,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--server", choices=("gateway", "translator"), default="gateway",
                    help="count the gateway's instructions, or the lean translator's (bench/lean_translator.py) "
                         "under the same load")
+    p.add_argument("--by-object", type=int, default=0, metavar="N",
+                   help="also print the N object files with the most self instructions (the interpreter — Python "
+                        "code — uvloop, orjson, libsqlite3, libc ...) per response, and their paced split")
     opts = p.parse_args(argv)
     for tool in ("valgrind", "callgrind_control"):
         if shutil.which(tool) is None:
@@ -153,6 +202,21 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{case:10s} {row['instructions'] / 1e6:8.3f} M instructions/{'request' if case == 'health' else 'response'}  "
                       f"({per_token}{row['responses']} {'requests' if case == 'health' else 'responses'}, "
                       f"{row['reads']:.1f} client reads/response)", flush=True)
+            if opts.by_object:
+                for case, row in rows.items():
+                    top = sorted(row["objects"].items(), key=lambda kv: -kv[1])[:opts.by_object]
+                    print(f"{case}: by object, k instructions per {'request' if case == 'health' else 'response'}: "
+                          + ", ".join(f"{name} {ir / 1e3:.0f}" for name, ir in top))
+                if "paced100" in rows and "paced10" in rows:
+                    hi, lo = rows["paced100"]["objects"], rows["paced10"]["objects"]
+                    per_tok = {k: (hi.get(k, 0.0) - lo.get(k, 0.0)) / 90 for k in set(hi) | set(lo)}
+                    top = sorted(per_tok.items(), key=lambda kv: -kv[1])[:opts.by_object]
+                    print("paced split by object, instructions per token: "
+                          + ", ".join(f"{name} {ir / 1e3:.1f}k" for name, ir in top))
+                    per_resp = {k: lo.get(k, 0.0) - 10 * per_tok[k] for k in per_tok}
+                    top = sorted(per_resp.items(), key=lambda kv: -kv[1])[:opts.by_object]
+                    print("paced split by object, k instructions per response: "
+                          + ", ".join(f"{name} {ir / 1e3:.0f}" for name, ir in top))
             if "paced100" in rows and "paced10" in rows:
                 hi, lo = rows["paced100"]["instructions"], rows["paced10"]["instructions"]
                 per_token = (hi - lo) / 90

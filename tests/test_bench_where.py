@@ -41,9 +41,12 @@ def test_burst_reports_added_ttft_and_its_split(tmp_path):
 @pytest.mark.skipif(not shutil.which("callgrind_control"), reason="needs valgrind")
 def test_instruction_counts_of_the_translator_and_the_server_floor():
     out = subprocess.run([sys.executable, "-m", "bench.instructions", "--server", "translator", "--cases", "one_token",
-                          "--scale", "0.05"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240)
+                          "--scale", "0.05", "--by-object", "3"], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                         timeout=240)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert out.stdout.strip().splitlines()[-1].startswith("one_token")
+    counted, objects = out.stdout.strip().splitlines()[-2:]
+    assert counted.startswith("one_token") and objects.startswith("one_token: by object")
+    assert "libpython" in objects or "python3" in objects, objects  # Python code counts as the interpreter's
     out = subprocess.run([sys.executable, "-m", "bench.instructions", "--db", "none", "--cases", "health",
                           "--scale", "0.05", "--gateway-src", str(ROOT / "src")],
                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240)
