@@ -286,7 +286,7 @@ def svg(results: list[dict], title: str, unpaced: str = "unpaced") -> str:
         if key == "events_per_s":
             b = _get(results[0], "gateway-none", key)
             values += [b * w for w in ws] if b else []
-        top = _nice(max([v for v in values if v] or [1.0]))
+        top, steps = _nice(max([v for v in values if v] or [1.0]))
 
         def px(i: int, x0=x0) -> float:
             return x0 + (pw * (i + 0.5) / len(ws))
@@ -296,8 +296,8 @@ def svg(results: list[dict], title: str, unpaced: str = "unpaced") -> str:
 
         out.append(f'<text x="{x0 + pw / 2}" y="{y0 - 8}" text-anchor="middle">{_esc(label)}</text>')
         out.append(f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>')
-        for k in range(5):
-            v = top * k / 4
+        for k in range(steps + 1):
+            v = top * k / steps
             y = py(v)
             out.append(f'<line x1="{x0}" y1="{y:.1f}" x2="{x0 + pw}" y2="{y:.1f}" stroke="#ddd"/>')
             out.append(f'<text x="{x0 - 6}" y="{y + 4:.1f}" text-anchor="end">{_short(v)}</text>')
@@ -329,13 +329,13 @@ def _esc(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _nice(v: float) -> float:
-    """The smallest of 1, 2, 2.5, 5 × 10^k above v."""
+def _nice(v: float) -> tuple[float, int]:
+    """The smallest of 1, 2, 2.5, 5 × 10^k at or above v, and how many grid steps divide it evenly."""
     k = 10 ** (len(str(int(v))) - 1) if v >= 1 else 0.1
-    for m in (1, 2, 2.5, 5, 10):
+    for m, steps in ((1, 5), (2, 4), (2.5, 5), (5, 5), (10, 5)):
         if m * k >= v:
-            return m * k
-    return 10 * k
+            return m * k, steps
+    return 10 * k, 5
 
 
 def _short(v: float) -> str:

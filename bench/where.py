@@ -17,7 +17,7 @@ times:
      top functions by own time, per response and per token, with call counts, scaled the same way.
 
 A fourth load (`store: false`, 10 tokens) gives the store's whole cost (both threads) as a difference of
-plain CPU. Stages: the request (reading the body, the size check, parsing and validation), routing and
+plain CPU, and the lean translator (bench/lean_translator.py) serves the same two loads for its own split. Stages: the request (reading the body, the size check, parsing and validation), routing and
 history (`prepare`), building the upstream request, sending it and waiting for its headers (aiohttp),
 setting the response up (skeleton, composer), the composer's start, per-token feed and finish, the store,
 reading the upstream (aiohttp's read path), SSE decoding, chunk parsing, SSE encoding, the ASGI send to the
@@ -138,6 +138,8 @@ class Gateway:
                  "--db", str(tmpdir / f"{mode}.db"), "--log-level", "warning"]
         if mode == "cprofile":
             argv = [sys.executable, "-m", "bench.cprofile_serve", str(self.prof), *serve]
+        elif mode == "translator":
+            argv = [sys.executable, "-m", "bench.lean_translator", "--upstream", f"{up_url}/v1", "--port", str(self.port)]
         else:
             argv = [sys.executable, "-m", "responses_gateway", *serve]
         self.proc = Proc(f"gateway-{mode}", argv, tmpdir, clean_env(src))
@@ -160,20 +162,34 @@ async def paced(opts, gw: Gateway, up_url: str, tokens: int, store: bool = True,
     async with load.new_session(c, 120 + opts.rounds * span) as session:
         await load.run_load(gw.url, "gateway", c, c, body, duration=60, session=session, stagger=span)
 
+        times = {}
+
         async def recorded():
             started = during() if during else None
+            times["before"] = user_system(gw.proc.pid)
             try:
                 return await load.run_load(gw.url, "gateway", c * opts.rounds, c, body, duration=120,
                                            session=session, stagger=span)
             finally:
+                times["after"] = user_system(gw.proc.pid)
                 if started is not None:
                     await asyncio.to_thread(started)
         row = await load.measure_around(recorded, gw.proc.pid, None, keep_samples=False)
     row["tokens"] = tokens
     row["cpu_ms"] = row["gateway_cpu_ms_per_request"]
+    if row["ok"]:
+        row["user_ms"] = 1000 * (times["after"][0] - times["before"][0]) / row["ok"]
+        row["system_ms"] = 1000 * (times["after"][1] - times["before"][1]) / row["ok"]
     if row["errors"]:
         raise RuntimeError(f"paced {tokens}: {row['errors']} errors, first: {row['first_error']}")
     return row
+
+
+def user_system(pid: int) -> tuple[float, float]:
+    """The process's user and system CPU seconds (all threads; 10 ms ticks, so over seconds of load)."""
+    stat = Path(f"/proc/{pid}/stat").read_bytes()
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return int(fields[11]) / load.CLK_TCK, int(fields[12]) / load.CLK_TCK
 
 
 def split(hi: float, lo: float, t_hi: int, t_lo: int) -> tuple[float, float]:
@@ -192,7 +208,7 @@ def parse_args(argv):
     p.add_argument("--span-ms", type=float, default=2000.0, help="one response's duration [2000: 20 ms/token at 100]")
     p.add_argument("--rate", type=int, default=250, help="py-spy samples per second [250]")
     p.add_argument("--top", type=int, default=25, help="functions listed [25]")
-    p.add_argument("--skip", default="", help="comma-separated of plain, pyspy, cprofile, nostore")
+    p.add_argument("--skip", default="", help="comma-separated of plain, nostore, translator, pyspy, cprofile")
     p.add_argument("--wait-quiet", type=float, default=20.0)
     p.add_argument("--gateway-src", metavar="DIR")
     p.add_argument("--quick", action="store_true")
@@ -239,6 +255,15 @@ def main(argv: list[str] | None = None) -> int:
                                if "lo_nostore" in report["plain"] else ""))
                     finally:
                         gw.stop()
+                if "translator" not in skip:
+                    tr = Gateway(tmpdir, up_url, "translator", gw_cpus, None)
+                    try:
+                        hi = await paced(opts, tr, up_url, t_hi)
+                        lo = await paced(opts, tr, up_url, t_lo)
+                        report["translator"] = {"hi": hi, "lo": lo}
+                        say(f"translator: {hi['cpu_ms']:.2f} ms/response at {t_hi} tokens, {lo['cpu_ms']:.2f} at {t_lo}")
+                    finally:
+                        tr.stop()
                 if "pyspy" not in skip and find_py_spy():
                     gw = Gateway(tmpdir, up_url, "pyspy", gw_cpus, opts.gateway_src)
                     try:
@@ -327,10 +352,21 @@ def markdown(opts, report: dict) -> str:
                      f"{1000 * b:.1f} µs per token**; other CPU % during the runs "
                      f"{fmt_num(plain['hi'].get('unattributed_cpu_pct'), '.0f')} / "
                      f"{fmt_num(plain['lo'].get('unattributed_cpu_pct'), '.0f')}.")
+        ua, ub = split(plain["hi"]["user_ms"], plain["lo"]["user_ms"], t_hi, t_lo)
+        sa, sb = split(plain["hi"]["system_ms"], plain["lo"]["system_ms"], t_hi, t_lo)
+        lines.append(f"In user and system (kernel) time (/proc/<pid>/stat, 10 ms ticks): per response {ua:.2f} + "
+                     f"{sa:.2f} ms, per token {1000 * ub:.1f} + {1000 * sb:.1f} µs.")
         if "lo_nostore" in plain:
             lines.append(f"The store's whole cost (both threads): {plain['lo']['cpu_ms']:.2f} − "
                          f"{plain['lo_nostore']['cpu_ms']:.2f} = **{plain['lo']['cpu_ms'] - plain['lo_nostore']['cpu_ms']:.2f}"
                          f" ms per response** (`store: true` against `store: false`, {t_lo} tokens).")
+        lines.append("")
+    tr = report.get("translator")
+    if tr:
+        ta, tb = split(tr["hi"]["cpu_ms"], tr["lo"]["cpu_ms"], t_hi, t_lo)
+        lines.append(f"**The lean translator** (bench/lean_translator.py) under the same loads: {tr['hi']['cpu_ms']:.2f} and "
+                     f"{tr['lo']['cpu_ms']:.2f} ms → **{ta:.2f} ms per response + {1000 * tb:.1f} µs per token**"
+                     + (f" (the gateway: {a / ta:.1f}× per response, {b / tb:.2f}× per token)." if a and tb else "."))
         lines.append("")
     spy = report.get("pyspy")
     if spy and spy["hi"]["samples"] and spy["lo"]["samples"]:
