@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import gc
 import importlib.metadata
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +42,7 @@ import orjson
 from responses_gateway.sse import SSEDecoder
 
 from . import load
-from .run import CLEAN_OTHER_PCT, Proc, clean_env, fmt_num, median_of, wait_http, wait_quiet
+from .run import CLEAN_OTHER_PCT, ROOT, Proc, clean_env, fmt_num, median_of, wait_http, wait_quiet
 
 CLIENTS = ("aiohttp", "httpx", "raw")
 HEADERS = {"content-type": "application/json", "accept": "text/event-stream"}
@@ -296,7 +297,8 @@ def comparison(rows: list[dict], runs: dict) -> str:
     """Per C: httpx and the raw floor against aiohttp from the medians in the table, and paired by round (the
     clients ran back to back in each round, so a round's ratio is less exposed to load that came and went)."""
     lines = []
-    for c, other in ((c, o) for c in sorted({r["concurrency"] for r in rows}) for o in CLIENTS[1:]):
+    others = [o for o in CLIENTS[1:] if any(r["client"] == o for r in rows)]
+    for c, other in ((c, o) for c in sorted({r["concurrency"] for r in rows}) for o in others):
         a = next((r for r in rows if r["client"] == "aiohttp" and r["concurrency"] == c), None)
         h = next((r for r in rows if r["client"] == other and r["concurrency"] == c), None)
         if not a or not h or not a["cpu_ms_per_response"] or not h["cpu_ms_per_response"]:
@@ -313,6 +315,57 @@ def comparison(rows: list[dict], runs: dict) -> str:
     return "\n".join(lines)
 
 
+# -- instructions: the same reads counted by callgrind (a measure a busy machine does not move) ---------------
+
+def one_client(name: str, url: str, requests: int, concurrency: int) -> None:
+    """`--one`: a warm-up round, then `requests` streams with one client, in this process; nothing printed
+    but errors. Run twice under callgrind with two request counts, the difference is per response."""
+    body = load.request_body("upstream")
+
+    async def go() -> None:
+        client = make_client(name)
+        try:
+            await stream_many(client, url, body, concurrency, concurrency, 600)
+            run = await stream_many(client, url, body, requests, concurrency, 600)
+        finally:
+            await client.close()
+        if run.errors or run.ok != requests:
+            raise SystemExit(f"{name}: {run.ok} of {requests} ok, {run.errors[:1]}")
+
+    try:
+        import uvloop
+        uvloop.run(go())
+    except ImportError:
+        asyncio.run(go())
+
+
+def instructions(opts, up_url: str, tmp: Path, say) -> list[dict]:
+    """Each client's instructions per response: two runs under callgrind (all of the process, from start to
+    exit) with `--requests` and 3 × `--requests` streams; the difference over the extra streams cancels the
+    start-up and the warm-up."""
+    from .instructions import total_instructions
+
+    url = f"{up_url}{load.UPSTREAM_PATH}"
+    rows = []
+    for c in opts.concurrency_list:
+        for name in opts.clients_list:
+            totals = []
+            for n in (opts.requests, 3 * opts.requests):
+                out = tmp / f"callgrind.{name}.{c}.{n}"
+                done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
+                                       "-m", "bench.compare_clients", "--one", name, "--url", url, "--requests", str(n),
+                                       "--concurrency", str(c)], cwd=ROOT, env=clean_env(), capture_output=True,
+                                      text=True, timeout=1800)
+                if done.returncode != 0:
+                    raise RuntimeError(f"{name} under callgrind: {done.stderr[-2000:]}")
+                totals.append(total_instructions(out))
+            per = (totals[1] - totals[0]) / (2 * opts.requests)
+            rows.append({"client": name, "concurrency": c, "instructions_per_response": per,
+                         "instructions_per_token": per / opts.tokens})
+            say(f"  {name:<7} C={c:<3} {per / 1e6:.3f} M instructions per response, {per / opts.tokens / 1e3:.1f} k per token")
+    return rows
+
+
 def parse_args(argv: list[str] | None):
     p = argparse.ArgumentParser(prog="python -m bench.compare_clients", description=__doc__.split("\n")[0])
     p.add_argument("--requests", type=int, default=1000, help="recorded responses per run [1000]")
@@ -327,7 +380,15 @@ def parse_args(argv: list[str] | None):
                    help="wait up to this long for other load on the machine to stop first [10]")
     p.add_argument("--quiet-per-run", type=float, default=4.0, metavar="SECONDS",
                    help="and up to this long before each run, 0 not to [4]")
+    p.add_argument("--clients", default=",".join(CLIENTS), help=f"comma-separated, aiohttp first [{','.join(CLIENTS)}]")
+    p.add_argument("--instructions", action="store_true",
+                   help="count instructions per response under callgrind (needs valgrind) instead of timing")
+    p.add_argument("--one", metavar="CLIENT", help=argparse.SUPPRESS)
+    p.add_argument("--url", help=argparse.SUPPRESS)
     opts = p.parse_args(argv)
+    opts.clients_list = tuple(x.strip() for x in opts.clients.split(",") if x.strip())
+    if not opts.clients_list or opts.clients_list[0] != "aiohttp" or set(opts.clients_list) - set(CLIENTS):
+        p.error(f"--clients: aiohttp first, then any of {', '.join(CLIENTS[1:])}")
     opts.concurrency_list = [int(x) for x in opts.concurrency.split(",") if x.strip()]
     if not opts.concurrency_list or min(opts.concurrency_list) < 1 or opts.requests < 1 or opts.repeat < 1:
         p.error("--concurrency needs positive integers, --requests and --repeat at least 1")
@@ -336,6 +397,9 @@ def parse_args(argv: list[str] | None):
 
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
+    if opts.one:
+        one_client(opts.one, opts.url, opts.requests, opts.concurrency_list[0])
+        return 0
 
     def say(msg: str) -> None:
         print(msg, flush=True)
@@ -354,11 +418,22 @@ def main(argv: list[str] | None = None) -> int:
             url = f"{up_url}{load.UPSTREAM_PATH}"
             body = load.request_body("upstream")  # what the gateway sends upstream
             say(f"upstream pid {up.pid} at {up_url}; {opts.requests} responses of {opts.tokens} tokens per run")
+            if opts.instructions:
+                rows = instructions(opts, up_url, Path(tmp), say)
+                base = {r["concurrency"]: r["instructions_per_response"] for r in rows if r["client"] == "aiohttp"}
+                say("")
+                say("| client | C | M instructions per response | k per token | × aiohttp |")
+                say("|---|---|---|---|---|")
+                for r in rows:
+                    say(f"| {r['client']} | {r['concurrency']} | {r['instructions_per_response'] / 1e6:.3f} | "
+                        f"{r['instructions_per_token'] / 1e3:.1f} | "
+                        f"{r['instructions_per_response'] / base[r['concurrency']]:.2f} |")
+                return 0
 
             async def everything() -> dict:
                 runs: dict[tuple[str, int], list[dict]] = {}
                 for r in range(opts.repeat):
-                    order = CLIENTS if r % 2 == 0 else CLIENTS[::-1]
+                    order = opts.clients_list if r % 2 == 0 else opts.clients_list[::-1]
                     for c in opts.concurrency_list:
                         for name in order:
                             busy = wait_quiet(opts.quiet_per_run, lambda _msg: None) if opts.quiet_per_run else None
@@ -381,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
             up.stop()
     rows = []
     for c in opts.concurrency_list:
-        for name in CLIENTS:
+        for name in opts.clients_list:
             all_runs = runs[(name, c)]
             clean = [x for x in all_runs if (x.get("other_cpu_pct") or 0.0) <= CLEAN_OTHER_PCT]
             ordered = sorted(clean or all_runs, key=lambda x: x["cpu_ms_per_response"])
