@@ -95,3 +95,23 @@ def test_fake_upstream_processes_share_a_port_and_their_options(upstream_process
         if len(pids) > 1:
             break
     assert len(pids) > 1
+
+
+def test_on_sixteen_cpus_every_w_is_pinned_beside_the_same_helper_cpus(monkeypatch):
+    """The many-core branch, which a 2-CPU machine cannot run: the gateway gets CPUs 0..W-1, the upstream and
+    the load generator the same halves of the CPUs above the largest W, whatever W."""
+    from bench import layout, scaling
+
+    monkeypatch.setattr(layout, "_START", list(range(16)))
+    found, said = scaling.plans([1, 2, 4, 8])
+    assert "too few" not in said and "pinned" in said
+    for plan in found:
+        assert plan.layout.name == "pinned" and plan.layout.gateway == frozenset(range(plan.workers))
+        assert plan.layout.split() == (frozenset(range(8, 12)), frozenset(range(12, 16)))
+    assert layout.helpers(8, reserve=8) == (4, 4)
+    # and on 2 CPUs: W = 1 pinned with one shared helper CPU, W = 2 unpinned, and the report says so
+    monkeypatch.setattr(layout, "_START", [0, 1])
+    found, said = scaling.plans([1, 2])
+    assert [p.layout.name for p in found] == ["pinned", "unpinned"] and "too few" in said
+    assert found[0].layout.split() == (frozenset({1}), frozenset({1}))
+    assert layout.helpers(1) == (1, 1)
