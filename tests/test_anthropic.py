@@ -16,9 +16,10 @@ from responses_gateway.protocol.items import normalize_input
 from responses_gateway.protocol.reasoning import seal, unseal
 from responses_gateway.protocol.request import parse_request
 from responses_gateway.protocol.tools import found_tools, normalize_tools
+from responses_gateway.route import Route
 from responses_gateway.upstreams.anthropic import AnthropicUpstream
 from responses_gateway.upstreams.anthropic_messages import build_body, thinking_blocks
-from responses_gateway.upstreams.base import Call, Route
+from responses_gateway.upstreams.base import Call
 from tests.helpers import create, stream
 from tests.support.fake_anthropic import (
     DROP,

@@ -25,7 +25,7 @@ def small(upstream, tmp_path):
 
 
 def _registry(gateway):
-    return gateway.app.state.code_interpreter.registry
+    return gateway.app.state.services.code_interpreter.registry
 
 
 def test_an_idle_container_expires_with_its_files(small, upstream):

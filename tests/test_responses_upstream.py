@@ -18,8 +18,8 @@ import pytest
 
 from responses_gateway.config import Settings
 from responses_gateway.protocol.reasoning import seal, unseal
+from responses_gateway.route import Route
 from responses_gateway.tokens import char_tokens, estimate
-from responses_gateway.upstreams.base import Route
 from responses_gateway.upstreams.responses import ResponsesUpstream, signature_tag, to_input
 from tests.helpers import create, stream
 from tests.support.fake_responses import (

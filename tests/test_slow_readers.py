@@ -113,6 +113,26 @@ def test_a_client_that_stops_reading_is_ended_within_the_send_timeout(upstream, 
     assert "send timeout" in log and "Traceback" not in log and "Exception in ASGI" not in log, log[-3000:]
 
 
+def test_a_stream_that_began_before_its_upstream_answered_is_ended_too(upstream, tmp_path):
+    """A stream whose upstream took longer than its --sse-keepalive grace starts before the response does
+    (api/responses.py started_late); a client that then stops reading is ended and stored all the same."""
+    db = tmp_path / "late.db"
+    upstream.enqueue(Stream(text_stream(["x" * 1000] * BIG), before_headers=1.5))
+    gw = GatewayProcess(upstream.base_url, str(db), "--send-timeout", "2", "--sse-keepalive", "0.5",
+                        log_path=tmp_path / "gw.log").wait_ready()
+    try:
+        s, rid = stalled_sse(gw.port)
+        assert _closed_within(s, 2 + SLACK + 10) < 2 + SLACK
+        final = stored(db, rid)
+        assert final is not None and final["status"] == "failed", final
+        assert "send timeout" in final["error"]["message"], final["error"]
+        s.close()
+    finally:
+        gw.kill()
+    log = (tmp_path / "gw.log").read_text()
+    assert "Traceback" not in log and "Exception in ASGI" not in log, log[-3000:]
+
+
 def test_a_slow_reader_that_reads_is_not_cut(upstream, tmp_path):
     """The send deadline counts time without progress, not the time the buffer stays full: a client that
     reads 4 KB every half second keeps its stream well past --send-timeout."""

@@ -20,8 +20,9 @@ from . import access, logs, metrics, tracing
 from .api import containers, conversations
 from .api import files as files_api
 from .api import vector_stores as vs_api
-from .api.admission import Admission, AdmissionLimits
+from .api.admission import Admission
 from .api.auth import KeyAuth, start_owners
+from .api.body import BodyPace
 from .api.compact import compact_response
 from .api.errors import HANDLERS
 from .api.input_tokens import count_input_tokens
@@ -32,7 +33,9 @@ from .api.streaming import SERVER_SEND
 from .api.websocket import responses_websocket
 from .background import Background
 from .config import Settings
+from .door import Door, Limits
 from .routing import Router, Rule, load_rules
+from .services import Services, of
 from .shutdown import on_sigterm
 from .store import Store, open_store
 from .tools.code_interpreter import service as code_interpreter
@@ -142,10 +145,11 @@ async def metrics_endpoint(request: Request) -> Response:
 async def health(request: Request) -> Response:
     """200 when the gateway can serve; 503 naming what is down. The database answers one trivial query
     within --health-db-timeout seconds (a stalled database makes stored requests fail, so it is down)."""
-    store = request.app.state.store
+    services = of(request.app)
+    store = services.store
     if store is None:
         return Response(b'{"status":"ok"}', media_type="application/json")
-    timeout = request.app.state.settings.health_db_timeout
+    timeout = services.settings.health_db_timeout
     # Not asyncio.timeout: a driver cancelled mid-query may wait on the stalled socket to clean up, so the
     # probe is left to finish (or fail) on its own and only the answer is bounded.
     ping = asyncio.ensure_future(store.ping())
@@ -165,7 +169,7 @@ async def health(request: Request) -> Response:
 
 
 async def list_models(request: Request) -> Response:
-    models = await request.app.state.router.list_models()
+    models = await of(request.app).router.list_models()
     return Response(orjson.dumps({"object": "list", "data": models}), media_type="application/json")
 
 
@@ -192,9 +196,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
     """`upstream`: serve every model from this adapter (tests); `router`: an already built router."""
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        app.state.settings = settings
-        app.state.router = live = router or make_router(settings, upstream)
-        app.state.store = store = make_store(settings)
+        live = router or make_router(settings, upstream)
+        store = make_store(settings)
         purger = jobs = sweeper = None
         if store is not None:
             await store.open()
@@ -203,15 +206,17 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             sweeper = asyncio.create_task(sweep_files_forever(store))  # files (api/files.py)
             jobs = make_background(settings, store)
             await jobs.open()
-        app.state.background = jobs
-        app.state.web_search = web_search = make_web_search(settings)  # None: the web_search tool is unavailable
-        app.state.file_search = file_search = make_file_search(settings, store)  # file_search (docs/file-search.md)
+        owners = await start_owners(keys, settings.owner_secret, store)
+        web_search = make_web_search(settings)  # None: the web_search tool is unavailable
+        file_search = make_file_search(settings, store)  # file_search (docs/file-search.md)
         # code_interpreter: containers of this process, the sandbox tried once (tools/code_interpreter/service.py)
-        app.state.code_interpreter, app.state.code_interpreter_problem = await code_interpreter.start(settings, store)
-        app.state.toolbox = Toolbox.for_services(app.state)  # the gateway-run tools this deployment can run
-        if app.state.code_interpreter_problem is not None:
-            app.state.toolbox = code_interpreter.refusing(app.state.toolbox, app.state.code_interpreter_problem)
-        app.state.owners = await start_owners(keys, settings.owner_secret, store)
+        interpreter, interpreter_problem = await code_interpreter.start(settings, store)
+        app.state.services = services = Services(
+            settings, live, door, store, jobs, owners, web_search=web_search, file_search=file_search,
+            code_interpreter=interpreter, code_interpreter_problem=interpreter_problem)
+        services.toolbox = Toolbox.for_services(services)  # the gateway-run tools this deployment can run
+        if interpreter_problem is not None:
+            services.toolbox = code_interpreter.refusing(services.toolbox, interpreter_problem)
         if shared is not None:
             await shared.open()
         if shared is not None and keys and store is None and not settings.owner_secret:
@@ -224,8 +229,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             if jobs is not None:
                 await jobs.drain(settings.drain_timeout)
                 await jobs.close()
-            if app.state.code_interpreter is not None:
-                await app.state.code_interpreter.close()
+            if interpreter is not None:
+                await interpreter.close()
             if purger is not None:
                 purger.cancel()
             if sweeper is not None:
@@ -311,8 +316,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
     app.access_log = settings.access_log
     keys = settings.load_api_keys()
     shared = make_shared_limits(settings)
-    app.add_middleware(Admission, limits=AdmissionLimits(settings.max_in_flight, settings.key_max_in_flight,
-                                                         settings.key_requests_per_minute), shared=shared)
+    door = Door(Limits.of(settings), shared)
+    app.add_middleware(Admission, door=door, pace=BodyPace(settings.min_body_rate, settings.body_rate_grace))
     app.add_middleware(KeyAuth, keys=keys)  # added last, so it runs first: Admission knows the owner
     return app
 

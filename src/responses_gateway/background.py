@@ -35,6 +35,7 @@ from .sse import encode, is_terminal
 
 if TYPE_CHECKING:
     from .config import Settings
+    from .door import Ticket
     from .redisbus import RedisBus
     from .store import Store
 
@@ -56,9 +57,10 @@ class _Stop(Exception):
 class Job:
     """One background response running in this process."""
 
-    def __init__(self, manager: Background, started: Started):
+    def __init__(self, manager: Background, started: Started, ticket: Ticket | None = None):
         self.manager = manager
         self.started = started
+        self.ticket = ticket  # the request's admission (door.py), held until the response ends
         self.id: str = started.final["id"]
         self.log = LiveLog()
         self.flushed = 0  # frames already in the database
@@ -121,6 +123,8 @@ class Job:
                 await self._end_early()
         finally:
             self.log.close()
+            if self.ticket is not None:
+                await self.ticket.release()
             await self.manager.finished(self)
 
     async def _end_early(self) -> None:
@@ -192,11 +196,12 @@ class Background:
                                 f"{self.settings.max_background}); retry when one has finished.",
                            type="requests", code="rate_limit_exceeded")
 
-    async def submit(self, started: Started) -> dict[str, Any]:
-        """Store the queued response and start its job; returns the queued response."""
+    async def submit(self, started: Started, ticket: Ticket | None = None) -> dict[str, Any]:
+        """Store the queued response and start its job, which holds `ticket` (the request's admission) until
+        the response ends; returns the queued response."""
         queued = dict(started.final)
         await self.store.queue(queued, started.owner, self.worker, _ms() + int(self.settings.lease_timeout * 1000))
-        job = Job(self, started)
+        job = Job(self, started, ticket)
         self.jobs[job.id] = job
         self.idle.clear()
         job.task = asyncio.create_task(job.run(), name=f"background {job.id}")

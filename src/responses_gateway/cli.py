@@ -111,6 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     edge_flags: list[tuple[str, type, str, str]] = [
         ("--header-timeout", float, "30", "seconds a client has to send a request's headers"),
         ("--body-timeout", float, "60", "seconds a client has to send a request's body"),
+        ("--min-body-rate", float, "500", "bytes a second a request's body must average after its grace (0 = off)"),
+        ("--body-rate-grace", float, "10", "seconds a request's body may take before --min-body-rate applies"),
         ("--keep-alive-timeout", float, "5", "seconds an idle keep-alive connection is kept"),
         ("--max-connections", int, "0 = 3/4 of the open-file limit", "open client connections per process"),
         ("--max-header-bytes", int, "65536", "bytes of a request's request line and headers (431 beyond)"),

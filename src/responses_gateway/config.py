@@ -5,18 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
-if TYPE_CHECKING:
-    from .upstreams.base import Route
+from .route import MaxTokensField, ReasoningHistory, Route
 
 DEMO_UPSTREAM = "demo"
 MIN_COMPACTION_KEY = 16
 
 # The closed sets of values a setting (or a route of the routing file) takes.
 HostedTools = Literal["drop", "reject"]
-ReasoningHistory = Literal["reasoning_content", "reasoning", "drop"]
-MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +38,10 @@ class Settings:
     # Edge (docs/limits.md): slow and idle clients, open connections, requests in flight, per-key limits.
     header_timeout: float = 30.0
     body_timeout: float = 60.0
+    # A body must keep arriving at this many bytes a second on average once its first `body_rate_grace`
+    # seconds are over (0: no minimum); a slower one is answered 408 and its connection closed.
+    min_body_rate: float = 500.0
+    body_rate_grace: float = 10.0
     keep_alive_timeout: float = 5.0
     max_connections: int = 0  # 0: three quarters of the open-file limit
     max_header_bytes: int = 65536  # the request line and headers of one request
@@ -176,8 +177,6 @@ class Settings:
 
     def route(self) -> Route:
         """The one upstream given by --upstream, as a Route."""
-        from .upstreams.base import Route
-
         return Route(
             kind="demo" if self.is_demo else "chat_completions",
             base_url="" if self.is_demo else self.upstream_url,
@@ -207,6 +206,8 @@ ENV = {
     "max_input_items": "RG_MAX_INPUT_ITEMS",
     "header_timeout": "RG_HEADER_TIMEOUT",
     "body_timeout": "RG_BODY_TIMEOUT",
+    "min_body_rate": "RG_MIN_BODY_RATE",
+    "body_rate_grace": "RG_BODY_RATE_GRACE",
     "keep_alive_timeout": "RG_KEEP_ALIVE_TIMEOUT",
     "max_connections": "RG_MAX_CONNECTIONS",
     "max_header_bytes": "RG_MAX_HEADER_BYTES",

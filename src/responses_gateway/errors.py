@@ -6,6 +6,7 @@ the pipeline as a `response.failed` event. Request parsing, state, routing and t
 never import the HTTP layer.
 
     APIError                 a request the gateway refuses (a 4xx of its own, or its one 500)
+    ├── RateLimited          refused at the front door (door.py): a 429 that says when to retry
     ├── UpstreamError        the upstream failed: before the stream it is answered with its own status;
     │                        during the stream it becomes `response.failed`
     └── StoreUnavailable     the database did not answer within --db-timeout (a 503; nothing is lost)
@@ -16,6 +17,7 @@ How an upstream's HTTP error status becomes the error OpenAI would give is decid
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -40,6 +42,23 @@ class APIError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+    def headers(self) -> dict[str, str]:
+        """HTTP headers that go with the error (none but a 429's `retry-after`)."""
+        return {}
+
+
+class RateLimited(APIError):
+    """Over a limit of the front door (door.py): OpenAI's 429 (`type: "requests"`). `reason` names the limit
+    (the label of `responses_gateway_requests_limited_total`); `retry_after`: seconds until a retry can pass."""
+
+    def __init__(self, message: str, reason: str, retry_after: float):
+        super().__init__(429, message, type="requests", code="rate_limit_exceeded")
+        self.reason = reason
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"retry-after": str(max(1, math.ceil(self.retry_after)))}
 
 
 class UpstreamError(APIError):

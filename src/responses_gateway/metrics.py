@@ -26,7 +26,7 @@ websocket_messages = Counter("responses_gateway_websocket_messages",
                              "WebSocket messages received, by type (invalid: answered with an error frame).", ["type"])
 connections_closed = Counter("responses_gateway_connections_closed",
                              "Client connections the gateway closed at its edge, by reason (header_timeout, "
-                             "body_timeout, idle, over_capacity, headers_too_large, too_many_headers, "
+                             "body_timeout, body_rate, idle, over_capacity, headers_too_large, too_many_headers, "
                              "request_line_too_long, send_timeout, keepalive_timeout).", ["reason"])
 requests_limited = Counter("responses_gateway_requests_limited",
                            "Requests refused with a 429, by reason (in_flight, key_concurrency, key_rate).",

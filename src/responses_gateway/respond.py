@@ -23,6 +23,7 @@ from .protocol.items import normalize_input
 from .protocol.request import CreateResponse, conversation_id
 from .protocol.response import skeleton
 from .protocol.tools import found_tools, normalize_tools
+from .services import Services
 from .state import conversation_history, resolve
 from .tools.frame import Context, Declared, Kit, Runner
 from .tools.history import lower_tools, shown_item
@@ -73,11 +74,12 @@ class Prepared:
     route: str = "*"  # the matching routing rule's `match`: the route's name in metrics
 
 
-async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolver | None = None) -> Prepared:
-    """Route the model, resolve the history (previous response, item references, conversation) and the
-    tools. Raises APIError for anything the client must fix."""
-    settings, store = state.settings, state.store
-    rule, upstream = state.router.rule_for(req.model)
+async def prepare(services: Services, req: CreateResponse, owner: str, resolver: Resolver | None = None) -> Prepared:
+    """Check the request's bounds (door.py), route the model, resolve the history (previous response, item
+    references, conversation) and the tools. Raises APIError for anything the client must fix."""
+    services.door.check_request(req)
+    settings, store = services.settings, services.store
+    rule, upstream = services.router.rule_for(req.model)
     upstream_model = rule.route.model or req.model
     items = await offload.run(normalize_input, req.input)
     trigger = bool(items) and items[-1]["type"] == "compaction_trigger"
@@ -91,8 +93,8 @@ async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolve
     if conversation is not None:
         history = await conversation_history(store, conversation, owner) + history
     tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
-                            found=found_tools(history), toolbox=getattr(state, "toolbox", DEFAULT))
-    await preflight(tools.gateway, state, owner)
+                            found=found_tools(history), toolbox=services.toolbox or DEFAULT)
+    await preflight(tools.gateway, services, owner)
     if req.truncation == "auto":
         upstream = Truncating(upstream, getattr(getattr(upstream, "route", None), "context_window", None))
     plan = None
@@ -100,21 +102,21 @@ async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolve
     if trigger or req.context_management or has_compaction(history):
         from .compaction.step import plan_compaction  # crypto: only for requests that use compaction
 
-        plan = await plan_compaction(state, req, history, owner, trigger)
+        plan = await plan_compaction(services, req, history, owner, trigger)
         render = plan.render
     call = Call(req, await offload.run(render, history), tools, req.instructions, upstream_model)
     return Prepared(upstream, call, history, items, conversation, trigger, plan, render, rule.match)
 
 
-async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolver | None = None,
+async def start(services: Services, req: CreateResponse, owner: str, *, resolver: Resolver | None = None,
                 then: OnFinal | None = None, generate: bool = True) -> Started:
-    """`state`: the app's state (settings, router, store). `resolver` replaces the store's history lookup
+    """`services`: the app's (settings, router, store, ...). `resolver` replaces the store's history lookup
     (a WebSocket connection keeps its last response in memory); `then` runs with the final response after it
     is stored and before the terminal event is sent. `generate=False` (a WebSocket warm-up) calls no model:
     the response completes at once with no output, and its id can be chained like any other."""
-    settings, store = state.settings, state.store
+    settings, store = services.settings, services.store
     started = monotonic()
-    prepared = await prepare(state, req, owner, resolver)
+    prepared = await prepare(services, req, owner, resolver)
     seen = Observation(prepared.route, req.model, started)
     call, history, items, upstream = prepared.call, prepared.history, prepared.items, prepared.upstream
     include = req.include or ()
@@ -136,7 +138,7 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
         composer.show(lambda item: shown_item(item, wanted))
 
     def tool_loop(call: Call) -> ToolLoop:
-        context = Context(state, owner, req, history, frozenset(include), seen)
+        context = Context(services, owner, req, history, frozenset(include), seen)
         return ToolLoop(call, history, start_runners(declared, context), render=prepared.render,
                         max_rounds=settings.max_tool_rounds)
 
@@ -161,10 +163,10 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
     conversation = prepared.conversation
 
     async def on_final(final: dict[str, Any]) -> None:
-        if save:
+        if save and store is not None:
             with seen.storing():
                 await store.save(composer.stored(), items, owner)
-        if conversation is not None and final["status"] in APPENDED:
+        if conversation is not None and store is not None and final["status"] in APPENDED:
             await store.append_conversation(conversation, owner, items + composer.stored()["output"])
         if then is not None:
             await then(final)
@@ -174,14 +176,14 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
                    seen)
 
 
-async def preflight(declared: list[Declared], state: Any, owner: str) -> None:
+async def preflight(declared: list[Declared], services: Services, owner: str) -> None:
     """Each gateway-run kit's check against the deployment (its `preflight`), before any event."""
     by_kit: dict[Kit, list[Declared]] = {}
     for one in declared:
         by_kit.setdefault(one.kit, []).append(one)
     for kit, group in by_kit.items():
         if kit.preflight is not None:
-            await kit.preflight(group, state, owner)
+            await kit.preflight(group, services, owner)
 
 
 def start_runners(declared: list[Declared], context: Context) -> dict[str, Runner]:

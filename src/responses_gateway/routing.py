@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, get_args
 
-from .config import MaxTokensField, ReasoningHistory
 from .errors import APIError, UpstreamError, model_not_found
-from .upstreams.base import Route, RouteKind, Upstream
+from .route import MaxTokensField, ReasoningHistory, Route, RouteKind
+from .upstreams.base import Upstream
 from .upstreams.registry import build_upstream
 
 log = logging.getLogger("responses_gateway.routing")

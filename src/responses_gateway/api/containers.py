@@ -21,8 +21,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..errors import APIError, invalid
+from ..services import of
 from ..store.base import Page
 from ..tools.code_interpreter.registry import Registry, not_found, public_container, public_file
+from ..tools.code_interpreter.service import CodeInterpreter
 from .paging import page_body, page_params
 from .responses import owner, read_body
 
@@ -31,18 +33,23 @@ def _json(obj: Any) -> Response:
     return Response(orjson.dumps(obj), media_type="application/json")
 
 
-def _registry(request: Request) -> Registry:
-    service = getattr(request.app.state, "code_interpreter", None)
+def _service(request: Request) -> CodeInterpreter:
+    services = of(request.app)
+    service = services.code_interpreter
     if service is None:
-        why = getattr(request.app.state, "code_interpreter_problem", None) or (
+        why = services.code_interpreter_problem or (
             "the code interpreter is off (--code-interpreter) or this gateway keeps no state (--db none)")
         raise APIError(400, f"Containers are unavailable on this gateway: {why}", code="unsupported_parameter")
-    registry: Registry = service.registry
+    return service
+
+
+def _registry(request: Request) -> Registry:
+    registry: Registry = _service(request).registry
     return registry
 
 
 async def _object(request: Request) -> dict[str, Any]:
-    raw = await read_body(request, request.app.state.settings.max_body_bytes)
+    raw = await read_body(request, of(request.app).settings.max_body_bytes)
     try:
         body = orjson.loads(raw or b"{}")
     except orjson.JSONDecodeError:
@@ -80,9 +87,8 @@ async def create_container(request: Request) -> Response:
         raise APIError(400, "Invalid type for 'file_ids': expected an array of strings.", param="file_ids",
                        code="invalid_type")
     memory = registry.memory_limit(body.get("memory_limit"), "memory_limit")
-    service = request.app.state.code_interpreter
     who = owner(request)
-    uploads = await service.uploads(who, file_ids)
+    uploads = await _service(request).uploads(who, file_ids)
     row = await registry.create(who, name=name, memory_limit=memory, minutes=minutes, uploads=uploads)
     return _json(public_container(row))
 
@@ -122,7 +128,7 @@ async def create_file(request: Request) -> Response:
     cid = request.path_params["container_id"]
     who = owner(request)
     await registry.usable(who, cid)
-    limit = min(request.app.state.settings.max_body_bytes, registry.options.stored_file_bytes)
+    limit = min(of(request.app).settings.max_body_bytes, registry.options.stored_file_bytes)
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         filename, content = await _upload(request, limit)
     else:
@@ -131,7 +137,7 @@ async def create_file(request: Request) -> Response:
         if not isinstance(file_id, str) or not file_id:
             raise APIError(400, "Missing required parameter: 'file' or 'file_id'.", param="file",
                            code="missing_required_parameter")
-        uploads = await request.app.state.code_interpreter.uploads(who, [file_id])
+        uploads = await _service(request).uploads(who, [file_id])
         filename, content = uploads[0]
     if len(content) > limit:
         raise APIError(413, f"The file is larger than this gateway's limit of {limit:,} bytes.", param="file",

@@ -21,6 +21,8 @@ from starlette.types import Message
 
 from ..errors import APIError, invalid
 from ..ids import new_id
+from ..services import of
+from ..store import Store
 from ..store.files import Files
 from ..store.vector_stores import VectorStores
 from .paging import page_body
@@ -43,7 +45,11 @@ def file_not_found(file_id: str) -> APIError:
 
 
 def files_store(request: Request) -> Files:
-    store: Files | None = request.app.state.store
+    return store_of(request)
+
+
+def store_of(request: Request) -> Store:
+    store = of(request.app).store
     if store is None:
         raise APIError(400, "This gateway keeps no state (it runs with --db none): files are unavailable.",
                        code="unsupported_parameter")
@@ -99,7 +105,7 @@ def _expiry(form: Any, purpose: str, now: int) -> int | None:
 
 async def create_file(request: Request) -> Response:
     store = files_store(request)
-    settings = request.app.state.settings
+    settings = of(request.app).settings
     limit = settings.max_file_bytes
     too_large = APIError(413, f"File too large: the limit is {limit} bytes.", param="file", code="file_too_large")
     length = request.headers.get("content-length")
@@ -197,7 +203,7 @@ async def delete_file(request: Request) -> Response:
     store = files_store(request)
     if await store.get_file(file_id, owner(request)) is None:
         raise file_not_found(file_id)
-    vector_stores: VectorStores = request.app.state.store
+    vector_stores: VectorStores = store_of(request)  # the store that keeps files keeps vector stores too
     await vector_stores.detach_file(file_id, owner(request))  # it leaves every vector store, as OpenAI's does
     if not await store.delete_file(file_id, owner(request)):
         raise file_not_found(file_id)

@@ -18,6 +18,7 @@ from starlette.responses import Response
 
 from ..errors import APIError, invalid
 from ..ids import new_id
+from ..services import of
 from ..tools.file_search.chunking import parse_strategy
 from ..tools.file_search.filters import parse_filters
 from ..tools.file_search.ranking import parse_ranking
@@ -35,9 +36,9 @@ FILE_STATUSES = ("in_progress", "completed", "failed", "cancelled")
 
 
 def service(request: Request) -> FileSearch:
-    found: FileSearch | None = getattr(request.app.state, "file_search", None)
+    found: FileSearch | None = of(request.app).file_search
     if found is None:
-        why = available(request.app.state) or "file_search is not running"
+        why = available(of(request.app)) or "file_search is not running"
         raise APIError(400, f"Vector stores are unavailable: {why}.", code="unsupported_parameter")
     return found
 

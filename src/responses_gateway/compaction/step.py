@@ -32,6 +32,7 @@ from .history import has_compaction, lower_compaction, misplaced_trigger, sealed
 from .keys import Keyring, keyring
 
 if TYPE_CHECKING:
+    from ..services import Services
     from ..tools.loop import ToolLoop
 
 log = logging.getLogger("responses_gateway.compaction")
@@ -66,7 +67,8 @@ class Plan:
         return lower_tools(lower_compaction(items, self.summaries))
 
 
-async def plan_compaction(state: Any, req: CreateResponse, history: list[dict[str, Any]], owner: str, trigger: bool) -> Plan:
+async def plan_compaction(services: Services, req: CreateResponse, history: list[dict[str, Any]], owner: str,
+                          trigger: bool) -> Plan:
     """Raises APIError (400) before any event for a misplaced trigger or an item that does not open."""
     problem = misplaced_trigger(history)
     if problem is not None:
@@ -76,7 +78,7 @@ async def plan_compaction(state: Any, req: CreateResponse, history: list[dict[st
     ring = None
     summaries: dict[str, str] = {}
     if has_compaction(history):
-        ring = await keyring(state)
+        ring = await keyring(services)
         for i, item in enumerate(history):
             content = sealed(item)
             if content is not None and content not in summaries:
@@ -86,7 +88,7 @@ async def plan_compaction(state: Any, req: CreateResponse, history: list[dict[st
     if not trigger and threshold is not None:
         result.summarize = estimate(result.render(history), req.instructions, req.tools) > threshold
     if result.summarize and result.ring is None:
-        result.ring = await keyring(state)
+        result.ring = await keyring(services)
     return result
 
 

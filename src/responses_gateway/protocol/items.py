@@ -13,6 +13,7 @@ import orjson
 
 from ..errors import APIError, invalid
 from ..tools.kits import kit_for_item
+from .request import json_type
 
 ROLES = ("user", "system", "developer", "assistant")
 INPUT_PARTS = ("input_text", "input_image", "input_file")
@@ -63,10 +64,20 @@ def normalize_input(value: str | list[Any] | None) -> list[dict[str, Any]]:
     return [normalize_item(item, f"input[{i}]") for i, item in enumerate(value)]
 
 
+def _type_of(value: dict[str, Any], where: str) -> Any:
+    """The `type` of an item or part: a string, or None when absent (an array or object is a 400 here, before
+    it meets a lookup by type)."""
+    kind = value.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise APIError(400, f"Invalid type for '{where}.type': expected a string, but got {json_type(kind)} "
+                       "instead.", param=f"{where}.type", code="invalid_type")
+    return kind
+
+
 def normalize_item(item: Any, where: str) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
-    kind = item.get("type")
+    kind = _type_of(item, where)
     if kind is None and "role" in item:
         kind = "message"
     if kind == "message":
@@ -174,7 +185,7 @@ def _message(item: dict[str, Any], where: str) -> dict[str, Any]:
 def _part(part: Any, where: str, allowed: tuple[Any, ...]) -> dict[str, Any]:
     if not isinstance(part, dict):
         raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
-    kind = part.get("type")
+    kind = _type_of(part, where)
     if kind not in allowed:
         if kind == "input_file":
             raise APIError(400, f"File inputs are not supported by this gateway ('{where}').",

@@ -134,6 +134,9 @@ def _add_spec(out: ToolSet, spec: dict[str, Any], where: str, hosted_policy: str
     if not isinstance(spec, dict):
         raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
     kind = spec.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise APIError(400, f"Invalid type for '{where}.type': expected a string.", param=f"{where}.type",
+                       code="invalid_type")
     if found and kind in ("function", "custom", "namespace"):
         # search results re-announce tools the request may already carry (deferred): offer them, once
         spec = {**spec, "defer_loading": False}
@@ -270,7 +273,10 @@ def _choice(out: ToolSet, choice: Any) -> None:
             raise invalid("Tool choice 'required' must be specified with 'tools' parameter.", "tool_choice", None)
         out.mode = cast(ToolMode, choice)  # one of the three, checked above
         return
-    kind = choice.get("type")
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if not isinstance(kind, str):
+        raise APIError(400, "Invalid type for 'tool_choice.type': expected a string.", param="tool_choice.type",
+                       code="invalid_type")
     if kind in ("function", "custom"):
         tool = _find(out, kind, choice.get("name"), choice.get("namespace"))
         if tool is None:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..observe import Observation
     from ..protocol.request import CreateResponse
     from ..protocol.tools import Tool, ToolSet
+    from ..services import Services
 
 Event = dict[str, Any]
 Events = list[Event]
@@ -54,7 +55,7 @@ class Declared:
 class Context:
     """What a runner may use, for one response. `services` is the app's (store, settings, ...)."""
 
-    services: Any
+    services: Services
     owner: str
     request: CreateResponse
     history: list[Item]  # the items before this response, raw (gateway items as stored)
@@ -140,11 +141,11 @@ class Kit:
     shown: Callable[[Item, frozenset[str]], Item] = lambda item, include: item  # the client's copy
     includes: tuple[str, ...] = ()  # the include[] values it honours
     # None when the deployment can run it; else how to enable it (logged when a request's tool is dropped)
-    unavailable: Callable[[Any], str | None] = lambda services: None
+    unavailable: Callable[[Services], str | None] = lambda services: None
     # Optional: a check across all of a request's declarations of this kit (e.g. unique MCP server labels),
     # raising APIError; and a pass over a whole history before `lower` (e.g. MCP's declined approvals).
     check: Callable[[Sequence[Declared]], None] | None = None
     rewrite: Callable[[list[Item]], list[Item]] | None = None
     # Optional: an async check against the deployment before the response starts (services, owner), raising
     # APIError — e.g. file_search's vector stores must be the caller's (a 404 rather than a failed call).
-    preflight: Callable[[Sequence[Declared], Any, str], Awaitable[None]] | None = None
+    preflight: Callable[[Sequence[Declared], Services, str], Awaitable[None]] | None = None

@@ -15,13 +15,16 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .code_interpreter.kit import KIT as CODE_INTERPRETER
 from .file_search.kit import KIT as FILE_SEARCH
 from .frame import Kit
 from .mcp.kit import KIT as MCP
 from .web_search.kit import KIT as WEB_SEARCH
+
+if TYPE_CHECKING:
+    from ..services import Services
 
 log = logging.getLogger("responses_gateway.tools")
 
@@ -98,7 +101,7 @@ class Toolbox:
     missing: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def for_services(cls, services: Any) -> Toolbox:
+    def for_services(cls, services: Services) -> Toolbox:
         available: dict[str, Kit] = {}
         missing: dict[str, str] = {}
         for kit in all_kits():

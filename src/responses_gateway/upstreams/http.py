@@ -199,6 +199,19 @@ class _Expired(Exception):
         self.which = which
 
 
+def unread(content: aiohttp.StreamReader) -> bytes:
+    """The bytes that arrived before the connection was lost and were not read yet. aiohttp raises the loss
+    on the next read and leaves them in the reader's buffer, so a reader that was a loop turn late would
+    lose the last tokens the upstream sent; they are taken from there (nothing when aiohttp keeps no such
+    buffer)."""
+    buffer = getattr(content, "_buffer", None)
+    if not buffer:
+        return b""
+    data = b"".join(buffer)
+    buffer.clear()
+    return data
+
+
 class BodyStream:
     """An upstream response body as batches of generation events, one batch per network read.
 
@@ -241,6 +254,11 @@ class BodyStream:
                 except _Expired as exc:
                     raise timed_out(exc.which, self.idle if exc.which == "idle" else self.total,
                                     self.resp.url) from None
+                except NETWORK_ERRORS:
+                    left = unread(content)  # what came before the connection was lost is still the stream's
+                    if left:
+                        yield left
+                    raise
                 self._since = None
                 if not data:
                     return

@@ -22,6 +22,7 @@ from ..frame import Context, Declared, Item, Kit, Runner
 
 if TYPE_CHECKING:
     from ...protocol.tools import Tool
+    from ...services import Services
 
 NAME = "code_interpreter"
 OUTPUTS = "code_interpreter_call.outputs"
@@ -156,14 +157,14 @@ def shown(item: Item, include: frozenset[str]) -> Item:
     return {**item, "outputs": None}
 
 
-def unavailable(services: Any) -> str | None:
+def unavailable(services: Services) -> str | None:
     service = getattr(services, "code_interpreter", None)
     if service is None:
         return "the code interpreter is off (--code-interpreter), or this gateway keeps no state (--db none)"
     return None
 
 
-async def preflight(declared: Sequence[Declared], services: Any, owner: str) -> None:
+async def preflight(declared: Sequence[Declared], services: Services, owner: str) -> None:
     """Before the response starts: the declared container is the caller's and running, the memory limit is
     one this gateway allows, the file ids are the caller's files (a 404 or 400, not a failed call)."""
     service = getattr(services, "code_interpreter", None)

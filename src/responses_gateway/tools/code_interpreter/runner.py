@@ -39,7 +39,10 @@ class CodeRunner:
         self.declared = declared
         self.context = context
         self.owner = context.owner
-        self.service: CodeInterpreter = context.services.code_interpreter
+        service = context.services.code_interpreter
+        if service is None:  # the toolbox offers the kit only where unavailable() found the service
+            raise RuntimeError("code_interpreter started without its containers")
+        self.service: CodeInterpreter = service
         self.registry: Registry = self.service.registry
         limits = self.registry.options.limits
         self.timeout = limits.timeout + GRACE + limits.start_timeout + 30  # the loop's deadline for one call

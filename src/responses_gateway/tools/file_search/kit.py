@@ -35,6 +35,7 @@ MAX_STORES = 10
 
 if TYPE_CHECKING:
     from ...protocol.tools import Tool
+    from ...services import Services
 
 
 @functools.cache
@@ -138,7 +139,7 @@ def start(declared: Sequence[Declared], context: Context) -> Runner:
     return FileSearchRunner(declared[0].config, context)
 
 
-async def preflight(declared: Sequence[Declared], services: Any, owner: str) -> None:
+async def preflight(declared: Sequence[Declared], services: Services, owner: str) -> None:
     """The request's vector stores exist and are the caller's (a 404 before the response starts)."""
     service = getattr(services, "file_search", None)
     if service is None:

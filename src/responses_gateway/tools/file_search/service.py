@@ -1,13 +1,13 @@
 """The file_search service of one process: the embedder, the vector cache, the searcher and the ingestor.
 
-Made in app.py's lifespan when the store is on (`app.state.file_search`), closed with it; the Vector Stores
+Made in app.py's lifespan when the store is on (`services.file_search`), closed with it; the Vector Stores
 API and the file_search tool reach it there.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...config import Settings
 from .embeddings import Embedder
@@ -15,6 +15,9 @@ from .extract import Limits
 from .ingest import Ingestor, IngestSettings, IngestStore
 from .search import Searcher
 from .vectors import VectorCache
+
+if TYPE_CHECKING:
+    from ...services import Services
 
 log = logging.getLogger("responses_gateway.file_search")
 
@@ -59,7 +62,7 @@ class FileSearch:
             await self.embedder.close()
 
 
-def available(services: Any) -> str | None:
+def available(services: Services) -> str | None:
     """None when file_search can run here; else how to enable it."""
     if getattr(services, "file_search", None) is not None:
         return None

@@ -10,12 +10,15 @@ keeps the item whole, so later turns render the call to the model exactly as it 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import APIError, invalid
 from ..frame import Context, Declared, Item, Kit, Runner
 from . import options, render
 from .actions import NAME, arguments_of, function
+
+if TYPE_CHECKING:
+    from ...services import Services
 
 SOURCES = "web_search_call.action.sources"
 RESULTS = "web_search_call.results"
@@ -77,7 +80,7 @@ def shown(item: Item, include: frozenset[str]) -> Item:
     return out
 
 
-def unavailable(services: Any) -> str | None:
+def unavailable(services: Services) -> str | None:
     return None if getattr(services, "web_search", None) is not None else HOW
 
 

@@ -62,7 +62,10 @@ class WebSearchRunner:
     def __init__(self, options: Options, context: Context):
         self.options = options
         self.context = context
-        self.service: WebSearch = context.services.web_search
+        service = context.services.web_search
+        if service is None:  # the toolbox offers the kit only where unavailable() found the service
+            raise RuntimeError("web_search started without its providers")
+        self.service: WebSearch = service
         config = self.service.config
         # the loop's deadline for one call: the whole provider chain (and a rate-limit wait), or a fetch and its
         # extraction
