@@ -28,13 +28,17 @@ from .sqlite import SQLite
 
 LIVE = "(expires_at IS NULL OR expires_at > ?)"
 STATUSES = ("in_progress", "completed", "failed", "cancelled")
+TOUCH_EVERY = 60  # seconds: how stale last_active_at may get (expiry is counted in days)
 
 # The keyword index, made after the migrations (idempotent): each engine's own.
 SEARCH_INDEX = {
     "sqlite": ["CREATE VIRTUAL TABLE IF NOT EXISTS rg_chunks_fts USING fts5(text, vector_store_id UNINDEXED, "
                "file_id UNINDEXED, position UNINDEXED, tokenize = 'porter unicode61')"],
     "postgresql": ["SELECT pg_advisory_xact_lock(727275)",  # one process makes it
-                   "CREATE INDEX IF NOT EXISTS rg_chunks_tsv ON rg_chunks USING GIN (to_tsvector('english', text))"],
+                   # kept with the row, so ranking reads it instead of parsing every matching chunk again
+                   "ALTER TABLE rg_chunks ADD COLUMN IF NOT EXISTS tsv tsvector "
+                   "GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
+                   "CREATE INDEX IF NOT EXISTS rg_chunks_tsv ON rg_chunks USING GIN (tsv)"],
 }
 
 
@@ -173,6 +177,18 @@ MAX_TERMS = 64
 STOP_WORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "you", "your", "yours", "yourself", "yourselves"])
 
 
+COMMON = 2000  # a word in more chunks than this is left out of a keyword query that has rarer ones
+
+
+def _fts_query(terms: list[str], joiner: str) -> str:
+    """An FTS5 query of quoted words (nothing the user typed is read as FTS5 syntax)."""
+    return f" {joiner.upper()} ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def _ts_query(terms: list[str], joiner: str) -> str:
+    return (" | " if joiner == "or" else " & ").join(terms)  # \w+ words: nothing to escape
+
+
 def query_terms(query: str) -> list[str]:
     """The words of a query, lower-cased, once each, stop words left out (operators and punctuation never
     reach the index); a query of stop words only keeps them."""
@@ -259,9 +275,11 @@ class VectorStoreQueries(Queries):
         return gone
 
     async def touch_vector_stores(self, ids: list[str]) -> None:
+        """At most once a minute per store: a search is no write."""
         now = int(time.time())
         rows = await self.engine.fetchall(
-            f"SELECT id, body FROM rg_vector_stores WHERE id IN ({', '.join('?' for _ in ids)})", tuple(ids))
+            f"SELECT id, body FROM rg_vector_stores WHERE id IN ({', '.join('?' for _ in ids)}) "
+            "AND last_active_at < ?", (*ids, now - TOUCH_EVERY))
         updates = []
         for vs_id, body in rows:
             expires = orjson.loads(body).get("expires_after")
@@ -459,30 +477,50 @@ class VectorStoreQueries(Queries):
 
     async def keyword_search(self, query: str, stores: Sequence[str], files: Sequence[str] | None,
                              limit: int) -> list[Hit]:
+        """The best `limit` chunks by keyword (BM25 on SQLite, ts_rank_cd on PostgreSQL), best first.
+
+        Ranking every chunk that holds a common word costs as much as the store is large, for a word that
+        hardly changes the order (its IDF is near zero). So each word's matches are counted first, up to
+        COMMON; words with more are left out while rarer ones remain, and when all of them are common the
+        chunks must hold them all. The cost is bounded by COMMON per word, whatever the size of the store."""
         terms = query_terms(query)
         if not terms or not stores:
             return []
+        if files is not None and not files:
+            return []
+        rare: list[str] = []
+        common: list[str] = []
+        for term in terms:
+            (rare if await self._matches(term, COMMON) < COMMON else common).append(term)
+        chosen, joiner = (rare, "or") if rare else (common, "and")
         store_marks = ", ".join("?" for _ in stores)
         file_clause, file_args = "", tuple[str, ...]()
         if files is not None:
-            if not files:
-                return []
             file_clause = f" AND file_id IN ({', '.join('?' for _ in files)})"
             file_args = tuple(files)
         if self._sqlite:
-            match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
             rows = await self.engine.fetchall(
                 "SELECT vector_store_id, file_id, position FROM rg_chunks_fts WHERE rg_chunks_fts MATCH ? "
-                f"AND vector_store_id IN ({store_marks}){file_clause} ORDER BY bm25(rg_chunks_fts) LIMIT ?",
-                (match, *stores, *file_args, limit))
+                f"AND vector_store_id IN ({store_marks}){file_clause} ORDER BY rank LIMIT ?",
+                (_fts_query(chosen, joiner), *stores, *file_args, limit))
         else:
-            tsquery = " | ".join(terms)
             rows = await self.engine.fetchall(
                 "SELECT vector_store_id, file_id, position FROM rg_chunks, to_tsquery('english', ?) q "
-                f"WHERE to_tsvector('english', text) @@ q AND vector_store_id IN ({store_marks}){file_clause} "
-                "ORDER BY ts_rank_cd(to_tsvector('english', text), q) DESC LIMIT ?",
-                (tsquery, *stores, *file_args, limit))
+                f"WHERE tsv @@ q AND vector_store_id IN ({store_marks}){file_clause} "
+                "ORDER BY ts_rank_cd(tsv, q) DESC LIMIT ?",
+                (_ts_query(chosen, joiner), *stores, *file_args, limit))
         return [Hit(r[0], r[1], int(r[2])) for r in rows]
+
+    async def _matches(self, term: str, cap: int) -> int:
+        """Chunks holding `term` (in any store), counted up to `cap`."""
+        if self._sqlite:
+            sql = "SELECT count(*) FROM (SELECT 1 FROM rg_chunks_fts WHERE rg_chunks_fts MATCH ? LIMIT ?)"
+            query = _fts_query([term], "or")
+        else:
+            sql = "SELECT count(*) FROM (SELECT 1 FROM rg_chunks WHERE tsv @@ to_tsquery('english', ?) LIMIT ?) s"
+            query = _ts_query([term], "or")
+        row = await self.engine.fetchone(sql, (query, cap))
+        return int(row[0]) if row else 0
 
     async def store_vectors(self, vector_store_id: str) -> list[tuple[str, int, bytes]]:
         rows = await self.engine.fetchall(
