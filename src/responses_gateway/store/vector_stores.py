@@ -178,6 +178,7 @@ STOP_WORDS = frozenset(["a", "about", "above", "after", "again", "against", "all
 
 
 COMMON = 2000  # a word in more chunks than this is left out of a keyword query that has rarer ones
+RANKED = 4 * COMMON  # matching chunks ranked at most, per query
 
 
 def _fts_query(terms: list[str], joiner: str) -> str:
@@ -482,7 +483,8 @@ class VectorStoreQueries(Queries):
         Ranking every chunk that holds a common word costs as much as the store is large, for a word that
         hardly changes the order (its IDF is near zero). So each word's matches are counted first, up to
         COMMON; words with more are left out while rarer ones remain, and when all of them are common the
-        chunks must hold them all. The cost is bounded by COMMON per word, whatever the size of the store."""
+        chunks must hold them all. At most RANKED matching chunks are ranked (all of them, unless every word
+        is common). The cost is bounded, whatever the size of the store."""
         terms = query_terms(query)
         if not terms or not stores:
             return []
@@ -500,15 +502,16 @@ class VectorStoreQueries(Queries):
             file_args = tuple(files)
         if self._sqlite:
             rows = await self.engine.fetchall(
-                "SELECT vector_store_id, file_id, position FROM rg_chunks_fts WHERE rg_chunks_fts MATCH ? "
-                f"AND vector_store_id IN ({store_marks}){file_clause} ORDER BY rank LIMIT ?",
-                (_fts_query(chosen, joiner), *stores, *file_args, limit))
+                "SELECT vector_store_id, file_id, position FROM (SELECT vector_store_id, file_id, position, rank AS r "
+                f"FROM rg_chunks_fts WHERE rg_chunks_fts MATCH ? AND vector_store_id IN ({store_marks}){file_clause} "
+                "LIMIT ?) ORDER BY r LIMIT ?",
+                (_fts_query(chosen, joiner), *stores, *file_args, RANKED, limit))
         else:
             rows = await self.engine.fetchall(
-                "SELECT vector_store_id, file_id, position FROM rg_chunks, to_tsquery('english', ?) q "
-                f"WHERE tsv @@ q AND vector_store_id IN ({store_marks}){file_clause} "
-                "ORDER BY ts_rank_cd(tsv, q) DESC LIMIT ?",
-                (_ts_query(chosen, joiner), *stores, *file_args, limit))
+                "SELECT vector_store_id, file_id, position FROM (SELECT vector_store_id, file_id, position, "
+                "ts_rank_cd(tsv, q) AS r FROM rg_chunks, to_tsquery('english', ?) q WHERE tsv @@ q AND "
+                f"vector_store_id IN ({store_marks}){file_clause} LIMIT ?) s ORDER BY r DESC LIMIT ?",
+                (_ts_query(chosen, joiner), *stores, *file_args, RANKED, limit))
         return [Hit(r[0], r[1], int(r[2])) for r in rows]
 
     async def _matches(self, term: str, cap: int) -> int:
