@@ -298,3 +298,20 @@ def test_a_10000_page_pdf_fails_at_once_and_the_server_keeps_answering(gw, upstr
             break
         time.sleep(0.02)
     assert got.status == "failed" and got.last_error.code == "invalid_file" and "10000 pages" in got.last_error.message
+
+
+def test_without_a_store_the_tool_is_handled_by_hosted_tools(upstream):
+    for policy in ("reject", "drop"):
+        settings = Settings(upstream_url=upstream.base_url, db="none", hosted_tools=policy)
+        with GatewayServer(settings) as gw:
+            client = sdk(gw)
+            if policy == "reject":
+                with pytest.raises(openai.BadRequestError) as err:
+                    client.responses.create(model="fake-model", input="x", tools=[tool("vs_1")])
+                assert err.value.body["param"] == "tools[0].type" and "store" in err.value.body["message"]
+                with pytest.raises(openai.BadRequestError):
+                    client.vector_stores.create(name="x")
+            else:
+                upstream.enqueue(text_stream(["no files"]))
+                answer = client.responses.create(model="fake-model", input="x", tools=[tool("vs_1")])
+                assert answer.output_text == "no files" and "tools" not in upstream.requests[-1].body
