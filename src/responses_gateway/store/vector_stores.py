@@ -178,7 +178,7 @@ STOP_WORDS = frozenset(["a", "about", "above", "after", "again", "against", "all
 
 
 COMMON = 2000  # a word in more chunks than this is left out of a keyword query that has rarer ones
-RANKED = 4 * COMMON  # matching chunks ranked at most, per query
+RANKED = COMMON  # matching chunks ranked at most, per query
 
 
 def _fts_query(terms: list[str], joiner: str) -> str:
@@ -490,10 +490,9 @@ class VectorStoreQueries(Queries):
             return []
         if files is not None and not files:
             return []
-        rare: list[str] = []
-        common: list[str] = []
-        for term in terms:
-            (rare if await self._matches(term, COMMON) < COMMON else common).append(term)
+        counts = await self._matches(terms, COMMON)
+        rare = [t for t, n in zip(terms, counts, strict=True) if n < COMMON]
+        common = [t for t, n in zip(terms, counts, strict=True) if n >= COMMON]
         chosen, joiner = (rare, "or") if rare else (common, "and")
         store_marks = ", ".join("?" for _ in stores)
         file_clause, file_args = "", tuple[str, ...]()
@@ -514,16 +513,16 @@ class VectorStoreQueries(Queries):
                 (_ts_query(chosen, joiner), *stores, *file_args, RANKED, limit))
         return [Hit(r[0], r[1], int(r[2])) for r in rows]
 
-    async def _matches(self, term: str, cap: int) -> int:
-        """Chunks holding `term` (in any store), counted up to `cap`."""
+    async def _matches(self, terms: list[str], cap: int) -> list[int]:
+        """Chunks holding each term (in any store), each counted up to `cap`, in one statement."""
         if self._sqlite:
-            sql = "SELECT count(*) FROM (SELECT 1 FROM rg_chunks_fts WHERE rg_chunks_fts MATCH ? LIMIT ?)"
-            query = _fts_query([term], "or")
+            one = "(SELECT count(*) FROM (SELECT 1 FROM rg_chunks_fts WHERE rg_chunks_fts MATCH ? LIMIT ?))"
+            args = [x for t in terms for x in (_fts_query([t], "or"), cap)]
         else:
-            sql = "SELECT count(*) FROM (SELECT 1 FROM rg_chunks WHERE tsv @@ to_tsquery('english', ?) LIMIT ?) s"
-            query = _ts_query([term], "or")
-        row = await self.engine.fetchone(sql, (query, cap))
-        return int(row[0]) if row else 0
+            one = "(SELECT count(*) FROM (SELECT 1 FROM rg_chunks WHERE tsv @@ to_tsquery('english', ?) LIMIT ?) s)"
+            args = [x for t in terms for x in (_ts_query([t], "or"), cap)]
+        row = await self.engine.fetchone("SELECT " + ", ".join(one for _ in terms), tuple(args))
+        return [int(n) for n in row] if row else [0] * len(terms)
 
     async def store_vectors(self, vector_store_id: str) -> list[tuple[str, int, bytes]]:
         rows = await self.engine.fetchall(
@@ -534,10 +533,11 @@ class VectorStoreQueries(Queries):
     async def chunk_texts(self, hits: Sequence[Hit]) -> dict[Hit, str]:
         if not hits:
             return {}
-        where = " OR ".join("(vector_store_id = ? AND file_id = ? AND position = ?)" for _ in hits)
+        # one lookup by primary key per hit (UNION ALL keeps each an index lookup on both engines)
+        one = ("SELECT vector_store_id, file_id, position, text FROM rg_chunks WHERE vector_store_id = ? AND "
+               "file_id = ? AND position = ?")
         args = tuple(x for h in hits for x in (h.vector_store_id, h.file_id, h.position))
-        rows = await self.engine.fetchall(f"SELECT vector_store_id, file_id, position, text FROM rg_chunks WHERE {where}",
-                                          args)
+        rows = await self.engine.fetchall(" UNION ALL ".join(one for _ in hits), args)
         return {Hit(r[0], r[1], int(r[2])): r[3] for r in rows}
 
     async def searchable_files(self, stores: Sequence[str]) -> list[tuple[str, str, str, dict[str, Any] | None]]:
