@@ -9,7 +9,7 @@ holds the row.
 
 Chunks keep their offsets in the file's text and their embedding (float32 bytes, or NULL when the store has
 no embedding model). Keyword search is the engine's own: an FTS5 table on SQLite (BM25), a GIN index over
-`to_tsvector('english', text)` on PostgreSQL (`ts_rank_cd`); both are made by SEARCH_INDEX after the
+`to_tsvector('english', text)` on PostgreSQL (`ts_rank`); both are made by SEARCH_INDEX after the
 migrations. `version` counts the changes of a store's chunks: what caches its vectors checks it.
 """
 
@@ -478,7 +478,7 @@ class VectorStoreQueries(Queries):
 
     async def keyword_search(self, query: str, stores: Sequence[str], files: Sequence[str] | None,
                              limit: int) -> list[Hit]:
-        """The best `limit` chunks by keyword (BM25 on SQLite, ts_rank_cd on PostgreSQL), best first.
+        """The best `limit` chunks by keyword (BM25 on SQLite, ts_rank on PostgreSQL), best first.
 
         Ranking every chunk that holds a common word costs as much as the store is large, for a word that
         hardly changes the order (its IDF is near zero). So each word's matches are counted first, up to
@@ -508,7 +508,7 @@ class VectorStoreQueries(Queries):
         else:
             rows = await self.engine.fetchall(
                 "SELECT vector_store_id, file_id, position FROM (SELECT vector_store_id, file_id, position, "
-                "ts_rank_cd(tsv, q) AS r FROM rg_chunks, to_tsquery('english', ?) q WHERE tsv @@ q AND "
+                "ts_rank(tsv, q) AS r FROM rg_chunks, to_tsquery('english', ?) q WHERE tsv @@ q AND "
                 f"vector_store_id IN ({store_marks}){file_clause} LIMIT ?) s ORDER BY r DESC LIMIT ?",
                 (_ts_query(chosen, joiner), *stores, *file_args, RANKED, limit))
         return [Hit(r[0], r[1], int(r[2])) for r in rows]
