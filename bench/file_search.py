@@ -312,33 +312,27 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _pg_database(admin: str) -> str:
+def _pg_admin(admin: str, sql: str) -> None:
     import asyncpg
 
-    name = f"rg_bench_{uuid.uuid4().hex[:8]}"
-
-    async def make() -> None:
+    async def run() -> None:
         conn = await asyncpg.connect(admin)
         try:
-            await conn.execute(f'CREATE DATABASE "{name}"')
+            await conn.execute(sql)
         finally:
             await conn.close()
 
-    asyncio.run(make())
+    asyncio.run(run())
+
+
+def _pg_database(admin: str) -> str:
+    name = f"rg_bench_{uuid.uuid4().hex[:8]}"
+    _pg_admin(admin, f'CREATE DATABASE "{name}"')
     return admin.rsplit("/", 1)[0] + "/" + name
 
 
 def _pg_drop(admin: str, url: str) -> None:
-    import asyncpg
-
-    async def drop() -> None:
-        conn = await asyncpg.connect(admin)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
-        finally:
-            await conn.close()
-
-    asyncio.run(drop())
+    _pg_admin(admin, f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
 
 
 def report(out: dict[str, Any]) -> str:

@@ -455,19 +455,9 @@ def test_an_expired_store_is_refused_and_swept(start_gateway, upstream, backend)
         client.vector_stores.search(vs.id, query="alpha")
     assert err.value.body["code"] == "vector_store_expired"
 
-    import asyncio
+    from tests.test_files import sweep
 
-    from responses_gateway.store import open_store
-
-    async def sweep() -> int:
-        store = open_store(backend.db)
-        await store.open()
-        try:
-            return await store.purge_vector_stores()
-        finally:
-            await store.close()
-
-    assert asyncio.run(sweep()) == 1
+    assert sweep(backend.db, "purge_vector_stores") == 1
     with pytest.raises(openai.NotFoundError):
         client.vector_stores.retrieve(vs.id)
     assert backend.query("SELECT count(*) FROM rg_chunks")[0][0] == 0
