@@ -697,6 +697,18 @@ def test_temperature_above_one(http, fake):
     assert "temperature" not in fake.requests[1].body and fake.requests[1].body["thinking"]["type"] == "enabled"
 
 
+def test_top_p_with_thinking(http, fake):
+    """Anthropic takes `top_p` from 0.95 to 1 when thinking is on (and refuses the request otherwise): a lower
+    one is sent as 0.95; without thinking it goes as the client set it."""
+    fake.enqueue(*(message_stream(text_block(0, ["Hi."])) for _ in range(3)))
+    for top_p, sent in ((0.5, 0.95), (0.97, 0.97)):
+        thinking = stream(http, {"model": "m", "input": "hi", "top_p": top_p, "reasoning": {"effort": "low"}})
+        assert thinking.terminal["type"] == "response.completed"
+        assert fake.requests[-1].body["top_p"] == sent and fake.requests[-1].body["thinking"]["type"] == "enabled"
+    assert stream(http, {"model": "m", "input": "hi", "top_p": 0.5}).terminal["type"] == "response.completed"
+    assert fake.requests[-1].body["top_p"] == 0.5 and "thinking" not in fake.requests[-1].body
+
+
 def test_whitespace_only_text_is_left_out(http, fake):
     fake.enqueue(message_stream(text_block(0, ["Hi."])))
     result = stream(http, {"model": "m", "input": [

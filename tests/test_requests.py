@@ -165,7 +165,7 @@ def test_text_formats_become_response_format(http, upstream):
 
 
 def test_hosted_tools_are_dropped_not_offered(http, upstream):
-    body = sent(http, upstream, {"tools": [FN, {"type": "web_search"}, {"type": "code_interpreter"}]})
+    body = sent(http, upstream, {"tools": [FN, {"type": "web_search"}, {"type": "image_generation"}]})
     assert [t["function"]["name"] for t in body["tools"]] == ["lookup"]
 
 

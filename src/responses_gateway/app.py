@@ -7,7 +7,7 @@ import contextlib
 import gc
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.applications import Starlette
@@ -16,8 +16,8 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
-from . import logs, metrics, tracing
-from .api import conversations
+from . import access, logs, metrics, tracing
+from .api import containers, conversations
 from .api import files as files_api
 from .api import vector_stores as vs_api
 from .api.admission import Admission, AdmissionLimits
@@ -35,8 +35,12 @@ from .config import Settings
 from .routing import Router, Rule, load_rules
 from .shutdown import on_sigterm
 from .store import Store, open_store
+from .tools.code_interpreter import service as code_interpreter
 from .tools.kits import Toolbox
 from .upstreams.base import Upstream
+
+if TYPE_CHECKING:
+    from .tools.web_search.service import WebSearch
 
 log = logging.getLogger("responses_gateway")
 
@@ -61,6 +65,20 @@ def make_background(settings: Settings, store: Store) -> Background:
 
         bus = RedisBus(settings.redis_url, settings.redis_event_ttl)
     return Background(settings, store, bus)
+
+
+def make_web_search(settings: Settings) -> WebSearch | None:
+    """The web search providers (docs/web-search.md), when the deployment configures any."""
+    from .tools.web_search.config import from_settings
+
+    config = from_settings(settings)
+    if config is None:
+        return None
+    from .tools.web_search.service import WebSearch
+
+    search = WebSearch(config)
+    log.info("web_search: %s", search.label)
+    return search
 
 
 def make_file_search(settings: Settings, store: Store | None) -> Any:
@@ -152,9 +170,19 @@ async def list_models(request: Request) -> Response:
 
 class Gateway(Starlette):
     """The app, keeping the server's own `send` in the scope: a stream's body goes out through it, not
-    through starlette's wrappers (api/streaming.py)."""
+    through starlette's wrappers (api/streaming.py). With `access_log`, each HTTP request is served through
+    `access.served`, whose counting `send` is the one kept (access.py)."""
+
+    access_log = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.access_log and scope["type"] == "http":
+            await access.served(scope, receive, send, self._serve)
+            return
+        scope[SERVER_SEND] = send
+        await super().__call__(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope[SERVER_SEND] = send
         await super().__call__(scope, receive, send)
 
@@ -175,8 +203,13 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             jobs = make_background(settings, store)
             await jobs.open()
         app.state.background = jobs
+        app.state.web_search = web_search = make_web_search(settings)  # None: the web_search tool is unavailable
         app.state.file_search = file_search = make_file_search(settings, store)  # file_search (docs/file-search.md)
+        # code_interpreter: containers of this process, the sandbox tried once (tools/code_interpreter/service.py)
+        app.state.code_interpreter, app.state.code_interpreter_problem = await code_interpreter.start(settings, store)
         app.state.toolbox = Toolbox.for_services(app.state)  # the gateway-run tools this deployment can run
+        if app.state.code_interpreter_problem is not None:
+            app.state.toolbox = code_interpreter.refusing(app.state.toolbox, app.state.code_interpreter_problem)
         app.state.owners = await start_owners(keys, settings.owner_secret, store)
         if shared is not None and keys and store is None and not settings.owner_secret:
             log.warning("per-key limits in Redis need the same owner secret in every process: without a "
@@ -188,6 +221,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             if jobs is not None:
                 await jobs.drain(settings.drain_timeout)
                 await jobs.close()
+            if app.state.code_interpreter is not None:
+                await app.state.code_interpreter.close()
             if purger is not None:
                 purger.cancel()
             if sweeper is not None:
@@ -195,6 +230,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             if file_search is not None:
                 await file_search.close()
             await live.close()
+            if web_search is not None:
+                await web_search.aclose()
             if shared is not None:
                 await shared.close()
             if store is not None:
@@ -253,10 +290,22 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
                   methods=["POST"]),
             Route("/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/files", vs_api.list_file_batch_files,
                   methods=["GET"]),
+            # the Containers API (code_interpreter's containers and their files)
+            Route("/v1/containers", containers.create_container, methods=["POST"]),
+            Route("/v1/containers", containers.list_containers, methods=["GET"]),
+            Route("/v1/containers/{container_id}", containers.get_container, methods=["GET"]),
+            Route("/v1/containers/{container_id}", containers.delete_container, methods=["DELETE"]),
+            Route("/v1/containers/{container_id}/files", containers.create_file, methods=["POST"]),
+            Route("/v1/containers/{container_id}/files", containers.list_files, methods=["GET"]),
+            Route("/v1/containers/{container_id}/files/{file_id}", containers.get_file, methods=["GET"]),
+            Route("/v1/containers/{container_id}/files/{file_id}", containers.delete_file, methods=["DELETE"]),
+            Route("/v1/containers/{container_id}/files/{file_id}/content", containers.get_file_content,
+                  methods=["GET"]),
         ],
         exception_handlers=HANDLERS,
         lifespan=lifespan,
     )
+    app.access_log = settings.access_log
     keys = settings.load_api_keys()
     shared = make_shared_limits(settings)
     app.add_middleware(Admission, limits=AdmissionLimits(settings.max_in_flight, settings.key_max_in_flight,

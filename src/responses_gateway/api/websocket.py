@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .. import metrics, offload
+from .. import access, metrics, offload
 from ..errors import SERVER_ERROR, APIError
 from ..protocol.bounds import Bounds, check_body, loads
 from ..protocol.request import request_from
@@ -52,7 +52,12 @@ async def responses_websocket(websocket: WebSocket) -> None:
         return await refuse(websocket)
     await websocket.accept()
     metrics.websocket_connections.inc()
-    await Connection(websocket, state).serve()
+    opened = access.websocket_opened(websocket.scope) if state.settings.access_log else None
+    try:
+        await Connection(websocket, state).serve()
+    finally:
+        if opened is not None:
+            access.websocket_closed(websocket.scope, opened)
 
 
 async def refuse(websocket: WebSocket) -> None:

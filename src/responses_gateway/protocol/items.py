@@ -23,7 +23,6 @@ ASSISTANT_PARTS = ("output_text", "refusal", "input_text")
 UNSERVABLE = {
     "additional_tools": "'additional_tools' input items",
     "file_search_call": "Hosted file_search items",
-    "web_search_call": "Hosted web_search items",
     "computer_call": "computer_call items",
     "computer_call_output": "computer_call_output items",
     "image_generation_call": "image_generation_call items",

@@ -147,12 +147,39 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (vector_store_id, file_id, position)
         )""",
     ],
+    [  # 7: code interpreter containers and their files (store/containers.py); BYTEA is a BLOB to SQLite
+        """CREATE TABLE containers (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            name TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            last_active_at BIGINT NOT NULL,
+            minutes INTEGER NOT NULL,
+            memory_limit TEXT NOT NULL,
+            status TEXT NOT NULL,
+            generation BIGINT NOT NULL,
+            worker TEXT
+        )""",
+        "CREATE INDEX containers_owner ON containers (owner, created_at)",
+        "CREATE INDEX containers_active ON containers (status, last_active_at)",
+        """CREATE TABLE container_files (
+            id TEXT PRIMARY KEY,
+            container_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            bytes BIGINT NOT NULL,
+            created_at BIGINT NOT NULL,
+            source TEXT NOT NULL,
+            etag TEXT NOT NULL,
+            content BYTEA NOT NULL
+        )""",
+        "CREATE UNIQUE INDEX container_files_path ON container_files (container_id, path)",
+    ],
 ]
 
 
 # Tables with an `owner` column: `reown` moves their rows from an old owner id to a new one.
 OWNED_TABLES = ("responses", "items", "conversations", "rg_files", "rg_vector_stores", "rg_vector_store_files",
-                "rg_file_batches")
+                "rg_file_batches", "containers")
 
 # A background response still running (its row exists since it was queued): not chainable yet, leased.
 ACTIVE = "('queued', 'in_progress')"

@@ -13,6 +13,7 @@ from typing import Protocol
 from urllib.parse import urlparse
 
 from .base import DB_TIMEOUT, Engine
+from .containers import ContainerQueries, Containers
 from .conversations import ConversationQueries, Conversations
 from .files import FileQueries, Files, blobs_for
 from .jobs import EventLogQueries, EventLogs, JobQueries, Jobs
@@ -46,12 +47,12 @@ class Lifecycle(Protocol):
 
 
 class Store(Lifecycle, Responses, Conversations, Jobs, EventLogs, Secrets, Retention, Files, VectorStores,
-            Protocol):
+            Containers, Protocol):
     """The whole store, for what holds it (the app) or uses most of it (background.py)."""
 
 
 class SQLStore(ResponseQueries, ConversationQueries, JobQueries, EventLogQueries, SecretQueries, RetentionQueries,
-               FileQueries, VectorStoreQueries):
+               FileQueries, VectorStoreQueries, ContainerQueries):
     def __init__(self, engine: Engine, retention_days: float):
         self.engine = engine
         self.blobs = blobs_for(engine)  # uploaded files' bytes (store/files.py)

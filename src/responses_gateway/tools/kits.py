@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
+from .code_interpreter.kit import KIT as CODE_INTERPRETER
 from .file_search.kit import KIT as FILE_SEARCH
 from .frame import Kit
 from .mcp.kit import KIT as MCP
+from .web_search.kit import KIT as WEB_SEARCH
 
 log = logging.getLogger("responses_gateway.tools")
 
@@ -28,6 +30,8 @@ ENTRY_POINTS = "responses_gateway.tools"
 # In order: annotators of earlier kits see the text first (one that removes citation markers goes first).
 BUILTIN: tuple[Kit, ...] = (
     FILE_SEARCH,
+    WEB_SEARCH,
+    CODE_INTERPRETER,
     MCP,
 )
 

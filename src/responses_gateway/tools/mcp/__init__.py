@@ -7,7 +7,7 @@ uses), while `kit` and `history` (MCP items as plain tool calls) serve every req
 
 - `session.MCPSession`: one connection (streamable HTTP, falling back to legacy SSE) for a listing and
   any number of calls;
-- `urls.check_url`: refuses server URLs that point inside the operator's network;
+- `net.urls.check_url` (shared with web_search): refuses server URLs that point inside the operator's network;
 - `results`: the SDK's results as the `mcp_list_tools` / `mcp_call` items carry them;
 - `errors.MCPError`: every failure, as a readable message that never contains header values, the
   authorization token, or the URL's query string / userinfo;

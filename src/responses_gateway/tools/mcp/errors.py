@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx2
 from mcp.shared.exceptions import MCPError as SDKError
 
-from .urls import safe_url
+from ...net.urls import safe_url
 
 
 class MCPError(Exception):

@@ -21,13 +21,13 @@ import orjson
 
 from ...generation import ToolCallStart
 from ...ids import new_id
+from ...net.urls import check_url
 from ...observe import failed
 from ...protocol.tools import Tool, ToolSet, wire_name
 from ..frame import Annotator, Context, Events, Item, Spec
 from .declaration import MCPServer
 from .errors import MCPError
 from .session import MCPSession
-from .urls import check_url
 
 if TYPE_CHECKING:
     from ...composer import Composer, OpenItem

@@ -23,11 +23,11 @@ from mcp.shared.exceptions import MCPError as SDKError
 
 from responses_gateway import __version__
 
+from ...net.pinning import client_factory
+from ...net.urls import safe_url
 from .declaration import MCPServer
 from .errors import MCPError, describe, is_network_error, timed_out
-from .pinning import client_factory
 from .results import result_to_text, tool_dict
-from .urls import safe_url
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Connect to the address that was checked: an HTTP client whose connections to one host go to one IP.
 
-`urls.check_url` resolves a server_url's host and refuses special-purpose addresses. If the SDK's client
+`urls.check_url` resolves a URL's host and refuses special-purpose addresses. If an HTTP client
 then resolved the name again, a hostile DNS server could answer with a public address the first time and
 127.0.0.1 the second (DNS rebinding). The client built here never resolves that host: its network backend
 dials the pinned IP, while the URL, the Host header, TLS SNI and certificate checks keep the hostname.
@@ -33,10 +33,20 @@ class PinnedBackend(httpcore2.AsyncNetworkBackend):
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None,
                                   socket_options: Iterable[Any] | None = None) -> httpcore2.AsyncNetworkStream:
-        raise httpcore2.ConnectError("unix sockets are not used for MCP servers")
+        raise httpcore2.ConnectError("unix sockets are never used for URLs a request names")
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
+
+
+def pinned_transport(host: str | None, address: str | None) -> httpx2.AsyncHTTPTransport:
+    """An httpx2 transport whose connections to `host` dial `address` (the default one without both)."""
+    transport = httpx2.AsyncHTTPTransport()
+    if host and address:
+        # AsyncHTTPTransport takes no network backend: give it a pool that has ours (same TLS context).
+        transport._pool = httpcore2.AsyncConnectionPool(ssl_context=transport._pool._ssl_context,
+                                                        network_backend=PinnedBackend(host, address))
+    return transport
 
 
 def client_factory(host: str | None, address: str | None) -> Callable[..., httpx2.AsyncClient]:
@@ -44,11 +54,7 @@ def client_factory(host: str | None, address: str | None) -> Callable[..., httpx
 
     def make(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
              auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
-        transport = httpx2.AsyncHTTPTransport()
-        if host and address:
-            # AsyncHTTPTransport takes no network backend: give it a pool that has ours (same TLS context).
-            transport._pool = httpcore2.AsyncConnectionPool(ssl_context=transport._pool._ssl_context,
-                                                            network_backend=PinnedBackend(host, address))
+        transport = pinned_transport(host, address)
         if timeout is None:
             timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
         return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, transport=transport,

@@ -1,4 +1,4 @@
-"""Refusing MCP server URLs the gateway must not connect to (SSRF), and URLs made safe to show."""
+"""Refusing URLs the gateway must not connect to (SSRF) — MCP servers, web pages — and URLs made safe to show."""
 
 from __future__ import annotations
 
@@ -99,8 +99,10 @@ def _refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     return None
 
 
-async def check_url(url: str, allow_hosts: Iterable[str] = (), *, resolve_timeout: float = 5.0) -> str | None:
-    """Refuse an MCP `server_url` the gateway must not connect to; raises `ValueError` with the reason.
+async def check_url(url: str, allow_hosts: Iterable[str] = (), *, resolve_timeout: float = 5.0,
+                    what: str = "server_url", allow_flag: str = "--mcp-allow-hosts") -> str | None:
+    """Refuse a URL the gateway must not connect to (an MCP `server_url`, a web page); raises `ValueError` with
+    the reason, naming the URL as `what` and the flag that admits a host as `allow_flag`.
 
     The scheme must be http or https. Unless the host (as written, or "host:port", or a resolved IP, or a
     CIDR entry such as "10.0.0.0/8" containing it) is in `allow_hosts`, every address the host resolves to
@@ -116,13 +118,13 @@ async def check_url(url: str, allow_hosts: Iterable[str] = (), *, resolve_timeou
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise ValueError(f"server_url is not a valid URL: {exc}") from None
+        raise ValueError(f"{what} is not a valid URL: {exc}") from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise ValueError(f"server_url must be http or https, not {scheme + ':' if scheme else 'a relative URL'}")
+        raise ValueError(f"{what} must be http or https, not {scheme + ':' if scheme else 'a relative URL'}")
     host = (parts.hostname or "").rstrip(".").lower()
     if not host:
-        raise ValueError("server_url has no host")
+        raise ValueError(f"{what} has no host")
     port = port if port is not None else (443 if scheme == "https" else 80)
     names, networks = _allow_entries(allow_hosts)
     if host in names or f"{host}:{port}" in names or f"[{host}]:{port}" in names:
@@ -157,11 +159,10 @@ async def check_url(url: str, allow_hosts: Iterable[str] = (), *, resolve_timeou
     for ip in addresses:
         if str(ip) in names or any(ip in net for net in networks if net.version == ip.version):
             continue
-        what = _refusal(ip)
-        if what is not None:
+        kind = _refusal(ip)
+        if kind is not None:
             shown = host if literal is not None else f"{host} ({ip})"
             raise ValueError(
-                f"server_url host {shown} is a {what} address; refused (the operator can allow it with "
-                f"--mcp-allow-hosts)"
+                f"{what} host {shown} is a {kind} address; refused (the operator can allow it with {allow_flag})"
             )
     return None if literal is not None else str(addresses[0])
