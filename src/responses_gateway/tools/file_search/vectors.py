@@ -56,7 +56,7 @@ def nearest(matrix: Matrix, queries: Any, allowed: set[str] | None, limit: int) 
     out: list[list[tuple[int, float]]] = []
     for row in scores:
         k = min(limit, len(row))
-        top = np.argpartition(-row, k - 1)[:k]  # the k best, unordered: one pass, no full sort
+        top = np.argpartition(row, len(row) - k)[len(row) - k:]  # the k best, unordered: one pass, no sort
         top = top[np.argsort(-row[top], kind="stable")]
         # unrelated (or opposite) vectors, and rows of files the filters left out, are no match at all
         out.append([(int(i), float(row[i])) for i in top if row[i] > 0])
