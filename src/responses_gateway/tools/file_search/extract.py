@@ -45,7 +45,11 @@ def extension(filename: str) -> str:
 def extract(data: bytes, filename: str, limits: Limits) -> str:
     """The text of a file, or ExtractError."""
     ext = extension(filename)
-    if data.startswith(b"%PDF-") or ext == "pdf":
+    is_pdf = data.startswith(b"%PDF-") or ext == "pdf"
+    if not is_pdf and len(data) > 4 * limits.max_chars:  # at least a character per 4 bytes: fail before decoding
+        raise ExtractError("invalid_file", f"The file has more than {limits.max_chars} characters of text "
+                                           "(--max-extracted-chars).")
+    if is_pdf:
         text = pdf_text(data, limits)
     elif ext in HTML_EXTENSIONS:
         text = html_text(decode(data, filename), limits)

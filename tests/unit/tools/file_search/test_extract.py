@@ -43,6 +43,7 @@ def test_pdfs_page_by_page_and_their_failures():
     (b"text with a \x00 NUL", "a.bin", "unsupported_file"),
     (b"   ", "a.txt", "invalid_file"),
     (b"x" * 10_001, "a.txt", "invalid_file"),
+    (b"y" * 40_001, "a.txt", "invalid_file"),  # refused before it is decoded at all
     (b"<p>" + b"y" * 10_001 + b"</p>", "a.html", "invalid_file"),
 ])
 def test_what_cannot_be_indexed(data, name, code):
