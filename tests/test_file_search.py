@@ -315,3 +315,21 @@ def test_without_a_store_the_tool_is_handled_by_hosted_tools(upstream):
                 upstream.enqueue(text_stream(["no files"]))
                 answer = client.responses.create(model="fake-model", input="x", tools=[tool("vs_1")])
                 assert answer.output_text == "no files" and "tools" not in upstream.requests[-1].body
+
+
+def test_in_a_background_response(gw, upstream, backend):
+    client = sdk(gw)
+    vs_id = make_store(client)
+    upstream.enqueue(search_call(["Danube"]))
+    upstream.enqueue(text_stream(["It reaches the Black Sea【1】."]))
+    started = client.responses.create(model="fake-model", input="Danube?", tools=[tool(vs_id)], background=True,
+                                      include=["file_search_call.results"])
+    deadline = time.monotonic() + 30
+    done = client.responses.retrieve(started.id, include=["file_search_call.results"])
+    while done.status in ("queued", "in_progress"):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+        done = client.responses.retrieve(started.id, include=["file_search_call.results"])
+    assert done.status == "completed" and done.output_text == "It reaches the Black Sea."
+    assert done.output[0].results[0].filename == "rivers.html"
+    assert done.output[1].content[0].annotations[0].index == len("It reaches the Black Sea")
