@@ -147,7 +147,9 @@ class VectorStores(Protocol):
         ...
 
     async def keyword_search(self, query: str, stores: Sequence[str], files: Sequence[str] | None,
-                             limit: int) -> list[Hit]: ...
+                             limit: int, alone: bool = False) -> list[Hit]:
+        """`alone`: no vector ranking beside it (it must find something even for common words)."""
+        ...
 
     async def store_vectors(self, vector_store_id: str) -> list[tuple[str, int, bytes]]: ...
 
@@ -174,11 +176,19 @@ WORD = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 64
 # English stop words (PostgreSQL's `english` configuration drops these too): a query's "the" or "on" would
 # otherwise make every chunk a keyword match and push the fused ranking toward noise.
-STOP_WORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "you", "your", "yours", "yourself", "yourselves"])
+STOP_WORDS_TEXT = """
+a about above after again against all am an and any are as at be because been before being below between both
+but by can did do does doing down during each few for from further had has have having he her here hers
+herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
+once only or other our ours ourselves out over own same she should so some such than that the their theirs
+them themselves then there these they this those through to too under until up very was we were what when
+where which while who whom why will with you your yours yourself yourselves
+"""
+STOP_WORDS = frozenset(STOP_WORDS_TEXT.split())
 
 
-COMMON = 2000  # a word in more chunks than this is left out of a keyword query that has rarer ones
-RANKED = COMMON  # matching chunks ranked at most, per query
+COMMON = 1000  # a word in more chunks than this is left out of keyword queries
+ALL_COMMON = 250  # chunks ranked for a query of common words only, when keyword search ranks alone
 
 
 def _fts_query(terms: list[str], joiner: str) -> str:
@@ -477,23 +487,28 @@ class VectorStoreQueries(Queries):
     # -- search -------------------------------------------------------------------------------------------
 
     async def keyword_search(self, query: str, stores: Sequence[str], files: Sequence[str] | None,
-                             limit: int) -> list[Hit]:
+                             limit: int, alone: bool = False) -> list[Hit]:
         """The best `limit` chunks by keyword (BM25 on SQLite, ts_rank on PostgreSQL), best first.
 
         Ranking every chunk that holds a common word costs as much as the store is large, for a word that
         hardly changes the order (its IDF is near zero). So each word's matches are counted first, up to
-        COMMON; words with more are left out while rarer ones remain, and when all of them are common the
-        chunks must hold them all. At most RANKED matching chunks are ranked (all of them, unless every word
-        is common). The cost is bounded, whatever the size of the store."""
+        COMMON; words in more chunks are left out, and every chunk holding one of the others is ranked (so at
+        most COMMON per word). A query of common words only has no keyword matches when vectors rank beside it
+        (ranking the many chunks that hold them costs much and says little); `alone`, ALL_COMMON of the chunks
+        that hold them all are ranked. The cost is bounded, whatever the size of the store."""
         terms = query_terms(query)
         if not terms or not stores:
             return []
         if files is not None and not files:
             return []
         counts = await self._matches(terms, COMMON)
-        rare = [t for t, n in zip(terms, counts, strict=True) if n < COMMON]
-        common = [t for t, n in zip(terms, counts, strict=True) if n >= COMMON]
-        chosen, joiner = (rare, "or") if rare else (common, "and")
+        rare = [t for t, n in zip(terms, counts, strict=True) if 0 < n < COMMON]
+        if rare:  # every chunk that holds a rarer word is ranked
+            chosen, joiner, ranked = rare, "or", sum(n for n in counts if n < COMMON)
+        elif alone and all(counts):
+            chosen, joiner, ranked = terms, "and", ALL_COMMON
+        else:
+            return []
         store_marks = ", ".join("?" for _ in stores)
         file_clause, file_args = "", tuple[str, ...]()
         if files is not None:
@@ -504,13 +519,13 @@ class VectorStoreQueries(Queries):
                 "SELECT vector_store_id, file_id, position FROM (SELECT vector_store_id, file_id, position, rank AS r "
                 f"FROM rg_chunks_fts WHERE rg_chunks_fts MATCH ? AND vector_store_id IN ({store_marks}){file_clause} "
                 "LIMIT ?) ORDER BY r LIMIT ?",
-                (_fts_query(chosen, joiner), *stores, *file_args, RANKED, limit))
+                (_fts_query(chosen, joiner), *stores, *file_args, ranked, limit))
         else:
             rows = await self.engine.fetchall(
                 "SELECT vector_store_id, file_id, position FROM (SELECT vector_store_id, file_id, position, "
                 "ts_rank(tsv, q) AS r FROM rg_chunks, to_tsquery('english', ?) q WHERE tsv @@ q AND "
                 f"vector_store_id IN ({store_marks}){file_clause} LIMIT ?) s ORDER BY r DESC LIMIT ?",
-                (_ts_query(chosen, joiner), *stores, *file_args, RANKED, limit))
+                (_ts_query(chosen, joiner), *stores, *file_args, ranked, limit))
         return [Hit(r[0], r[1], int(r[2])) for r in rows]
 
     async def _matches(self, terms: list[str], cap: int) -> list[int]:

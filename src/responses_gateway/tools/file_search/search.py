@@ -100,7 +100,7 @@ class Searcher:
         use_vectors = bool(embedded) and self.embedder is not None and ranking.embedding_weight > 0
         # the keyword side (the database's threads) and the vector side (the query's embedding, then a scan in
         # a worker thread) run at once: a search takes the longer of the two, not their sum
-        keyword_task = asyncio.gather(*(self.store.keyword_search(q, store_ids, allowed, CANDIDATES)
+        keyword_task = asyncio.gather(*(self.store.keyword_search(q, store_ids, allowed, CANDIDATES, not use_vectors)
                                         for q in queries)) if ranking.text_weight > 0 else None
         vector: list[list[tuple[Hit, float]]] = [[] for _ in queries]
         try:
