@@ -234,7 +234,7 @@ def _web_search_flags(serve: argparse.ArgumentParser) -> None:
 def _db(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     db: argparse.ArgumentParser = sub.add_parser("db", help="manage the response store")
     db.add_argument("action", choices=("upgrade", "purge"),
-                    help="upgrade: apply schema migrations; purge: remove expired responses")
+                    help="upgrade: apply schema migrations; purge: remove expired responses, files and vector stores")
     return db
 
 
@@ -278,8 +278,10 @@ def db_command(settings: Settings, action: str) -> None:
                 return f"schema at version {await store.upgrade()} ({store.label})"
             await store.upgrade()
             purged = await store.purge(settings.event_retention_hours * 3600)
+            files, vector_stores = await store.purge_files(), await store.purge_vector_stores()
             return f"purged {purged} expired responses and event logs older than " \
-                   f"{settings.event_retention_hours:g} hours ({store.label})"
+                   f"{settings.event_retention_hours:g} hours ({store.label}); " \
+                   f"{files} expired files and {vector_stores} expired vector stores"
         finally:
             await store.close()
 
