@@ -29,6 +29,12 @@ class Engine(Protocol):
 
     label: str  # where the rows live, for logs (never a password)
 
+    @property
+    def batch_seconds(self) -> float:
+        """How long one transaction of a bulk job (a purge's batch) may hold the database: short where a
+        write holds every other writer (SQLite), far inside the statement deadline where not (PostgreSQL)."""
+        ...
+
     async def connect(self) -> None: ...
 
     async def close(self) -> None: ...

@@ -32,6 +32,12 @@ class Postgres:
         self.pool: Any = None  # an asyncpg.Pool (asyncpg publishes no types)
         self.timeout = DB_TIMEOUT  # seconds for a connection from the pool, and for each statement
 
+    @property
+    def batch_seconds(self) -> float:
+        """Row locks hold only the rows a batch deletes (nobody else's): long enough to amortize the commit,
+        a twentieth of the statement deadline at most."""
+        return min(0.5, self.timeout / 20)
+
     async def connect(self) -> None:
         import asyncpg
 

@@ -38,6 +38,7 @@ class SQLite:
     def __init__(self, path: Path):
         self.path = path
         self.label = f"sqlite:{path}"
+        self.batch_seconds = 0.05  # a write holds every other one: a purge's batch must be short
         self.writer = ThreadPoolExecutor(1, thread_name_prefix="rg-sqlite-write")
         self.reader = ThreadPoolExecutor(1, thread_name_prefix="rg-sqlite-read")
         self.wconn: sqlite3.Connection | None = None
