@@ -153,11 +153,12 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
     conversation = prepared.conversation
 
     async def on_final(final: dict[str, Any]) -> None:
-        if save:
+        appended = conversation if final["status"] in APPENDED else None
+        if save:  # the response and its conversation's new items: one transaction, kept or failed together
             with seen.storing():
-                await store.save(composer.stored(), items, owner)
-        if conversation is not None and final["status"] in APPENDED:
-            await store.append_conversation(conversation, owner, items + composer.stored()["output"])
+                await store.save(composer.stored(), items, owner, conversation=appended)
+        elif appended is not None:
+            await store.append_conversation(appended, owner, items + composer.stored()["output"])
         if then is not None:
             await then(final)
 

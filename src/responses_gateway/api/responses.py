@@ -116,17 +116,30 @@ async def create_response(request: Request) -> Response | EventStreamResponse:
         return EventStreamResponse(started.batches, state.settings.sse_keepalive or None)
     final = started.final
     if final["status"] == "failed":
-        return failed_response(final, stored=state.store is not None and req.store is not False)
+        kept = req.store is not False and await is_stored(state, final["id"], owner(request))
+        return failed_response(final, stored=kept)
     return Response(orjson.dumps(final), media_type="application/json")
+
+
+async def is_stored(state: Any, response_id: str, owner: str) -> bool:
+    """Whether GET /v1/responses/{id} finds the response now: a failed response whose write failed too is not
+    there, and the store is asked rather than assumed. Bounded like /health: the database that just
+    refused a write may not answer at all."""
+    if state.store is None:
+        return False
+    try:
+        found = await asyncio.wait_for(state.store.get(response_id, owner), state.settings.health_db_timeout)
+    except Exception:
+        return False
+    return found is not None
 
 
 def failed_response(final: dict[str, Any], *, stored: bool) -> Response:
     """A non-streamed response that failed: a 502 whose message (and `x-response-id` header) names the
-    response, so the client can find the failed response that was stored (GET /v1/responses/{id})."""
+    response and says whether it was stored, so the client knows whether GET /v1/responses/{id} finds it."""
     error = final["error"] or {}
     rid = final["id"]
-    kept = stored and error.get("code") != "storage_error"
-    note = f"response {rid} was stored with status failed" if kept else f"response {rid}"
+    note = f"response {rid} was stored with status failed" if stored else f"response {rid} was not stored"
     message = f"{error.get('message') or 'The response failed.'} ({note})"
     return error_response(502, {"error": {"message": message, "type": "server_error", "param": None,
                                           "code": error.get("code")}}, headers={"x-response-id": rid})
