@@ -36,9 +36,9 @@ import orjson
 
 from responses_gateway.store import SQLStore, open_store
 
+from .databases import PG_ADMIN, database
 from .load import percentile
 
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
 SINGLE = [  # the purge before batching: everything expired, in one transaction
     "DELETE FROM response_events WHERE response_id IN (SELECT id FROM responses WHERE expires_at <= ?)",
     "DELETE FROM items WHERE response_id IN (SELECT id FROM responses WHERE expires_at <= ?)",
@@ -134,34 +134,15 @@ async def one(url: str, mode: str, rows: int, every: float) -> dict[str, Any]:
     return row
 
 
-async def _pg_admin(admin: str, sql: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(admin, timeout=5)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 async def run(opts: argparse.Namespace) -> list[dict[str, Any]]:
     results = []
     with tempfile.TemporaryDirectory(prefix="rg-bench-purge-") as tmp:
         for backend in opts.backends:
-            if backend == "sqlite":
-                url, drop = str(Path(tmp) / "responses.db"), None
-            else:
-                name = f"rg_bench_{uuid.uuid4().hex[:10]}"
-                await _pg_admin(opts.pg, f'CREATE DATABASE "{name}"')
-                url, drop = opts.pg.rpartition("/")[0] + "/" + name, name
-            try:
+            async with database(backend, Path(tmp), opts.pg) as url:
                 for mode in opts.modes:
                     row = await one(url, mode, opts.rows, opts.write_every_ms / 1000)
                     results.append({"backend": backend, **row})
                     print(_line(results[-1]), flush=True)
-            finally:
-                if drop:
-                    await _pg_admin(opts.pg, f'DROP DATABASE IF EXISTS "{drop}" WITH (FORCE)')
     return results
 
 

@@ -32,7 +32,6 @@ import sys
 import tempfile
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +39,9 @@ import orjson
 
 from . import layout as layouts
 from . import load
+from .databases import PG_ADMIN, database
 from .run import Proc, clean_env, free_port, machine, wait_http
 
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
 LINE = re.compile(r'^(responses_gateway_store_[a-z_]+)(?:\{([^}]*)\})? ([0-9.eE+-]+|NaN|\+Inf)$')
 
 
@@ -104,27 +103,52 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000
 
 
-@contextlib.asynccontextmanager
-async def database(backend: str, tmpdir: Path, pg_admin: str):
-    if backend == "sqlite":
-        yield str(tmpdir / f"responses-{uuid.uuid4().hex[:6]}.db")
-        return
-    import asyncpg
+class PostgresWatch:
+    """What the database's own processes do during a case: the CPU of the backends serving it, and samples of
+    their wait events (pg_stat_activity every 10 ms) — PostgreSQL's side of "what did the writes wait for"."""
 
-    name = f"rg_bench_{uuid.uuid4().hex[:10]}"
-    conn = await asyncpg.connect(pg_admin, timeout=5)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    try:
-        yield pg_admin.rpartition("/")[0] + "/" + name
-    finally:
-        conn = await asyncpg.connect(pg_admin, timeout=5)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await conn.close()
+    QUERY = ("SELECT pid, state, wait_event_type, wait_event FROM pg_stat_activity "
+             "WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
+
+    def __init__(self, url: str):
+        self.url = url
+        self.pids: dict[int, float] = {}  # backend pid → its CPU seconds when first seen
+        self.samples = 0
+        self.active = 0
+        self.waits: dict[str, int] = {}
+
+    async def __aenter__(self) -> PostgresWatch:
+        import asyncpg
+
+        self.conn = await asyncpg.connect(self.url, timeout=5)
+        self.task = asyncio.create_task(self._sample())
+        return self
+
+    async def _sample(self) -> None:
+        while True:
+            rows = await self.conn.fetch(self.QUERY)
+            self.samples += 1
+            for row in rows:
+                if row["pid"] not in self.pids:
+                    self.pids[row["pid"]] = load.cpu_seconds([row["pid"]])
+                if row["state"] == "active":
+                    self.active += 1
+                    if row["wait_event_type"]:
+                        key = f"{row['wait_event_type']}:{row['wait_event']}"
+                        self.waits[key] = self.waits.get(key, 0) + 1
+            await asyncio.sleep(0.01)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+        await self.conn.close()
+
+    def result(self) -> dict[str, Any]:
+        cpu = sum(load.cpu_seconds([pid]) - start for pid, start in self.pids.items())
+        top = sorted(self.waits.items(), key=lambda kv: -kv[1])[:4]
+        return {"pg_cpu_s": cpu, "pg_active_mean": self.active / self.samples if self.samples else None,
+                "pg_waits": {k: v / self.samples for k, v in top}}
 
 
 async def case(opts: argparse.Namespace, tmpdir: Path, backend: str, workers: int, replicas: int,
@@ -160,12 +184,16 @@ async def case(opts: argparse.Namespace, tmpdir: Path, backend: str, workers: in
                 before = [scrape(u) for u in urls]
                 cpu0 = load.cpu_seconds(gw_pids)
                 busy0 = load.machine_busy_seconds()
-                results = await asyncio.gather(*[load.run_load(u, "gateway", opts.requests // replicas, per, body,
-                                                               duration=opts.duration, session=s)
-                                                 for u, s in zip(urls, sessions, strict=True)])
+                async with contextlib.AsyncExitStack() as watching:
+                    watch = (await watching.enter_async_context(PostgresWatch(db)) if backend == "postgresql"
+                             else None)
+                    results = await asyncio.gather(*[load.run_load(u, "gateway", opts.requests // replicas, per,
+                                                                   body, duration=opts.duration, session=s)
+                                                     for u, s in zip(urls, sessions, strict=True)])
                 busy1 = load.machine_busy_seconds()
                 cpu = load.cpu_seconds(gw_pids) - cpu0
                 after = [scrape(u) for u in urls]
+                pg = watch.result() if watch is not None else {}
         merged = load.RunResult(samples=[s for r in results for s in r.samples], wall=max(r.wall for r in results),
                                 client_cpu=sum(r.client_cpu for r in results))
         run = load.summarize(merged, gateway_cpu=cpu)
@@ -174,7 +202,9 @@ async def case(opts: argparse.Namespace, tmpdir: Path, backend: str, workers: in
                "first_error": run["first_error"], "gateway_cpu_ms_per_response": run["gateway_cpu_ms_per_request"],
                "gateway_cpu_pct": run["gateway_cpu_pct"],
                "machine_busy_pct": (100 * (busy1 - busy0) / merged.wall) if busy0 is not None and busy1 is not None
-               else None, **summary(delta(before, after))}
+               else None, **summary(delta(before, after)), **pg}
+        if pg:
+            row["pg_cpu_ms_per_response"] = 1000 * pg["pg_cpu_s"] / run["ok"] if run["ok"] else None
         say(line(row))
         return row
     finally:
@@ -194,11 +224,15 @@ def _f(v: float | None, fmt: str = ".2f") -> str:
 def line(r: dict[str, Any]) -> str:
     w = r["waits"]
     share = "—" if r["waited_share"] is None else f"{100 * r['waited_share']:.1f} %"
+    pg = (f" PostgreSQL backends: {_f(r['pg_cpu_ms_per_response'])} ms CPU/response, "
+          f"{_f(r['pg_active_mean'], '.2f')} active on average; waiting on "
+          + (", ".join(f"{k} {v:.2f}" for k, v in r["pg_waits"].items()) or "nothing sampled")
+          if "pg_cpu_s" in r else "")
     return (f"| {r['backend']} | {r['workers']} × {r['replicas']} | {r['responses_per_s']:.0f} | "
             f"{_f(r['gateway_cpu_ms_per_response'])} | {r['writes']:.0f} | {r['waited']:.0f} ({share}) | "
             f"{w['host']:.0f} / {w['busy']:.0f} / {w['pool']:.0f} | {_f(r['wait_mean_ms'], '.3f')} / "
             f"{_f(r['wait_p50_ms'], '.3f')} / {_f(r['wait_p99_ms'], '.3f')} | {_f(r['save_mean_ms'])} |"
-            + (f" errors: {r['errors']} ({r['first_error']})" if r["errors"] else ""))
+            + (f" errors: {r['errors']} ({r['first_error']})" if r["errors"] else "") + pg)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -50,7 +50,7 @@ async def until(condition, limit: float = 10.0) -> None:
 async def test_a_write_waits_on_the_host_lock_and_goes_the_moment_it_is_released(sqlite_store, tmp_path):
     other = HostLock(tmp_path / "responses.db-writer")  # another process's writer, mid-transaction
     try:
-        other.acquire(1.0)
+        other.acquire()
         host, busy, seen = waits("host"), waits("busy"), observed()
         save = asyncio.create_task(sqlite_store.save(response("resp_w"), [], ""))
         await until(lambda: waits("host") > host or save.done())  # counted as it starts waiting
@@ -69,13 +69,13 @@ async def test_a_lock_held_past_the_deadline_fails_the_write_cleanly_and_the_nex
     await store.upgrade()
     other = HostLock(tmp_path / "responses.db-writer")
     try:
-        other.acquire(1.0)
+        other.acquire()
         with pytest.raises(StoreUnavailable):
             await store.save(response("resp_late"), [], "")
         other.release()
         await store.save(response("resp_next"), [], "")
         assert await store.get("resp_late", "") is None and await store.get("resp_next", "") is not None
-        other.acquire(1.0)  # the abandoned wait left nothing held
+        other.acquire()  # the abandoned wait left nothing held
         other.release()
     finally:
         other.close()
