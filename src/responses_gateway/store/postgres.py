@@ -27,14 +27,16 @@ def numbered(sql: str) -> str:
     return pieces[0] + "".join(f"${n}{piece}" for n, piece in enumerate(pieces[1:], start=1))
 
 
+FLUSHERS = 4  # groups being committed at once, per process (the pool holds 10 connections)
 Queued = tuple[Statements, "asyncio.Future[int]", float]  # a write, its result, when it was submitted
 
 
 class Postgres:
     """asyncpg's pool; statements written with `?` are numbered for PostgreSQL.
 
-    Writes are group-committed like SQLite's: the writes that arrive while a group is being committed wait
-    together and go as the next group, in one transaction. The writes of a group that share a shape (the
+    Writes are group-committed like SQLite's: the writes that arrive while the groups in flight (at most
+    FLUSHERS at once, each on a connection of its own, so that one group's round trips and commit overlap
+    the next's) are being committed wait together and go as the next group, in one transaction. The writes of a group that share a shape (the
     same statements, as every response's save does) are merged — each statement once, with all their rows,
     one pipelined `executemany` — so that under load a hundred saves cost a handful of round trips and one
     commit instead of a hundred. If the group fails on a data error (one write's duplicate id), each write
@@ -48,7 +50,7 @@ class Postgres:
         self.pool: Any = None  # an asyncpg.Pool (asyncpg publishes no types)
         self.timeout = DB_TIMEOUT  # seconds for a connection from the pool, and for each statement
         self.queue: list[Queued] = []  # writes awaiting the next group
-        self.flusher: asyncio.Task[None] | None = None  # the task committing groups, while there are any
+        self.flushers: set[asyncio.Task[None]] = set()  # the tasks committing groups, while there are any
 
     @property
     def batch_seconds(self) -> float:
@@ -65,8 +67,8 @@ class Postgres:
                                               command_timeout=self.timeout, server_settings={"jit": "off"})
 
     async def close(self) -> None:
-        if self.flusher is not None:  # the writes already queued go in first
-            await asyncio.shield(self.flusher)
+        if self.flushers:  # the writes already queued go in first
+            await asyncio.gather(*self.flushers, return_exceptions=True)
         if self.pool is not None:
             await self.pool.close()
             self.pool = None
@@ -89,8 +91,10 @@ class Postgres:
                 return await self._write(statements, count_last)
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self.queue.append((statements, done, time.perf_counter()))
-        if self.flusher is None:
-            self.flusher = asyncio.create_task(self._flush())
+        if len(self.flushers) < FLUSHERS:
+            flusher = asyncio.create_task(self._flush())
+            self.flushers.add(flusher)
+            flusher.add_done_callback(self.flushers.discard)
         return await done
 
     async def _flush(self) -> None:
@@ -105,8 +109,6 @@ class Postgres:
                 _settle(done, exc if isinstance(exc, Exception) else StoreUnavailable())
             self.queue = []
             raise
-        finally:
-            self.flusher = None
 
     async def _commit_group(self, group: list[Queued]) -> None:
         import asyncpg
