@@ -29,6 +29,7 @@ log = logging.getLogger("responses_gateway.store")
 T = TypeVar("T")
 Work = Statements | Callable[[sqlite3.Connection], int]  # a write: statements, or a function of the connection
 CHECKPOINT_EVERY = 256  # writes between WAL checkpoints (a save writes a few pages; SQLite's default: 1000 pages)
+CHECKPOINT_SECONDS = 1.0  # and at most this long between them while writes go on
 
 
 def is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -70,6 +71,7 @@ class SQLite:
         self.rconn: sqlite3.Connection | None = None
         self.cconn: sqlite3.Connection | None = None
         self.unchecked = 0  # writes committed since the last checkpoint began (writer thread)
+        self.checked_at = time.monotonic()  # when it began
         self.checkpointing = threading.Event()  # set while a checkpoint runs
         self.hostlock: HostLock | None = None
         self.queue: list[Queued] = []  # writes awaiting the writer
@@ -140,13 +142,15 @@ class SQLite:
         self._maybe_checkpoint()
 
     def _maybe_checkpoint(self) -> None:
-        """On the writer thread, the host's lock released: every CHECKPOINT_EVERY writes, copy the WAL back
+        """On the writer thread, the host's lock released: every CHECKPOINT_EVERY writes or CHECKPOINT_SECONDS
+        of writing (large writes: a purge's batches, big responses), whichever comes first, copy the WAL back
         into the database on the checkpointer thread — a PASSIVE checkpoint, which takes no write lock, so
         writers (here and in the other processes) go on meanwhile. SQLite's own automatic checkpoint would
         run inside a commit, with the host's lock held."""
-        if self.unchecked < CHECKPOINT_EVERY or self.checkpointing.is_set():
+        due = self.unchecked >= CHECKPOINT_EVERY or time.monotonic() - self.checked_at >= CHECKPOINT_SECONDS
+        if not due or self.checkpointing.is_set():
             return
-        self.unchecked = 0
+        self.unchecked, self.checked_at = 0, time.monotonic()
         self.checkpointing.set()
         self.checkpointer.submit(self._checkpoint)
 

@@ -109,3 +109,25 @@ async def test_writers_of_two_stores_on_one_file_never_sleep_and_lose_nothing(sq
     finally:
         await other.close()
     assert all(found) and waits("busy") == busy
+
+
+async def test_the_wal_is_checkpointed_outside_the_writers_while_large_writes_go_on(tmp_path, monkeypatch):
+    """The writer does not checkpoint inside its commits (that would hold every other process's writes);
+    the checkpointer thread does, on time as well as on count, so a few large writes cannot grow the WAL
+    without bound."""
+    from responses_gateway.store import sqlite
+
+    monkeypatch.setattr(sqlite, "CHECKPOINT_EVERY", 10**9)  # only the time trigger: every trip here
+    monkeypatch.setattr(sqlite, "CHECKPOINT_SECONDS", 0.0)
+    store = open_store(str(tmp_path / "responses.db"))
+    await store.open()
+    await store.upgrade()
+    try:
+        big = "x" * 250_000
+        for i in range(40):  # 10 MB in all, one write after the other
+            await store.engine.write([("INSERT INTO rg_secrets (name, value) VALUES (?, ?)", [(f"s{i}", big)])])
+            await asyncio.sleep(0.02)  # the checkpointer's turn (a deadline, not a measurement)
+        wal = (tmp_path / "responses.db-wal").stat().st_size  # the last connection to close removes it
+    finally:
+        await store.close()
+    assert wal < 5_000_000, wal
