@@ -126,7 +126,7 @@ async def test_the_wal_is_checkpointed_outside_the_writers_while_large_writes_go
         big = "x" * 250_000
         for i in range(40):  # 10 MB in all, one write after the other
             await store.engine.write([("INSERT INTO rg_secrets (name, value) VALUES (?, ?)", [(f"s{i}", big)])])
-            await asyncio.sleep(0.02)  # the checkpointer's turn (a deadline, not a measurement)
+            await until(lambda: not store.engine.checkpointing.is_set())  # the checkpoint it started is done
         wal = (tmp_path / "responses.db-wal").stat().st_size  # the last connection to close removes it
     finally:
         await store.close()
