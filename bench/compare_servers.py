@@ -1,4 +1,4 @@
-"""uvicorn (uvloop + httptools) against granian (ASGI) serving the same gateway app, under the same load.
+"""uvicorn (uvloop + httptools) against granian (ASGI) and uvicorn with h11, serving the same gateway app, same load.
 
     python -m bench.compare_servers                  # C = 1, 16, 64, 3 interleaved rounds (about 2 minutes)
     python -m bench.compare_servers --requests 200   # shorter
@@ -10,7 +10,11 @@ of it, both with no store (`--db none` / `RG_DB=none`), one worker each:
     defaults: uvloop and httptools when installed, which they are);
   * granian — `python -m granian --interface asgi --factory --workers 1 responses_gateway.app:app_from_env`,
     configured through RG_UPSTREAM_URL and RG_DB, every runtime option at granian's default (runtime threads,
-    runtime mode, event loop, task implementation, backpressure).
+    runtime mode, event loop, task implementation, backpressure); `granian-st` (in `--servers`) the same
+    with its single-threaded runtime (`--runtime-mode st`);
+  * uvicorn-h11 — `python -m uvicorn --factory --http h11 --loop uvloop responses_gateway.app:app_from_env`:
+    the same app under uvicorn's pure-Python HTTP parser (and without the gateway's connection limits,
+    `edge.py`, which subclass the httptools protocol).
 
 Both stay up for the whole run (the idle one costs nothing) and are driven in turn by bench/load.py's load
 generator (`load.measured`: an unrecorded warm-up round, then the recorded run) at each C, `store: false`.
@@ -45,7 +49,8 @@ from .run import (
     wait_quiet,
 )
 
-SERVERS = ("uvicorn", "granian")
+SERVERS = ("uvicorn", "granian", "uvicorn-h11")
+KNOWN = ("uvicorn", "granian", "granian-st", "uvicorn-h11")
 
 
 def start_server(name: str, up_url: str, tmpdir: Path, src: str | None = None) -> tuple[Proc, str]:
@@ -54,10 +59,16 @@ def start_server(name: str, up_url: str, tmpdir: Path, src: str | None = None) -
     if name == "uvicorn":
         argv = [sys.executable, "-m", "responses_gateway", "serve", "--upstream", f"{up_url}/v1",
                 "--host", "127.0.0.1", "--port", str(port), "--db", "none", "--log-level", "warning"]
+    elif name == "uvicorn-h11":
+        env.update(RG_UPSTREAM_URL=f"{up_url}/v1", RG_DB="none", RG_LOG_LEVEL="warning")
+        argv = [sys.executable, "-m", "uvicorn", "--factory", "--http", "h11", "--loop", "uvloop", "--host",
+                "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log",
+                "responses_gateway.app:app_from_env"]
     else:
         env.update(RG_UPSTREAM_URL=f"{up_url}/v1", RG_DB="none", RG_LOG_LEVEL="warning")
         argv = [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--workers", "1",
                 "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log",
+                *(["--runtime-mode", "st"] if name == "granian-st" else []),
                 "responses_gateway.app:app_from_env"]
     proc = Proc(name, argv, tmpdir, env)
     url = f"http://127.0.0.1:{port}"
@@ -70,7 +81,7 @@ def serving_pid(proc: Proc, timeout: float = 10.0) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         children = [p for p in load.tree(proc.pid) if p != proc.pid]
-        if proc.name == "uvicorn" or children:
+        if proc.name.startswith("uvicorn") or children:
             return children[-1] if children else proc.pid
         time.sleep(0.1)
     raise RuntimeError(f"{proc.name}: no worker process found")
@@ -121,19 +132,20 @@ def table(rows: list[dict]) -> str:
 
 
 def comparison(rows: list[dict], runs: dict) -> str:
-    """Per C: granian against uvicorn from the medians in the table, and paired by round (the two servers ran
+    """Per C: each server against uvicorn from the medians in the table, and paired by round (the servers ran
     back to back in each round, so a round's ratio is less exposed to load that came and went)."""
     lines = []
-    for c in sorted({r["concurrency"] for r in rows}):
+    others = sorted({r["server"] for r in rows} - {"uvicorn"})
+    for c, other in ((c, o) for c in sorted({r["concurrency"] for r in rows}) for o in others):
         u = next((r for r in rows if r["server"] == "uvicorn" and r["concurrency"] == c), None)
-        g = next((r for r in rows if r["server"] == "granian" and r["concurrency"] == c), None)
+        g = next((r for r in rows if r["server"] == other and r["concurrency"] == c), None)
         if not u or not g or not u["requests_per_s"] or not u["server_cpu_ms_per_response"]:
             continue
-        pairs = list(zip(runs[("uvicorn", c)], runs[("granian", c)], strict=True))
+        pairs = list(zip(runs[("uvicorn", c)], runs[(other, c)], strict=True))
         rps = median_of([b["requests_per_s"] / a["requests_per_s"] for a, b in pairs if a["requests_per_s"]])
         cpu = median_of([b["server_cpu_ms_per_response"] / a["server_cpu_ms_per_response"] for a, b in pairs
                        if a["server_cpu_ms_per_response"]])
-        lines.append(f"- C={c}: granian {100 * (g['requests_per_s'] / u['requests_per_s'] - 1):+.0f}% req/s, "
+        lines.append(f"- C={c}: {other} {100 * (g['requests_per_s'] / u['requests_per_s'] - 1):+.0f}% req/s, "
                      f"{100 * (g['server_cpu_ms_per_response'] / u['server_cpu_ms_per_response'] - 1):+.0f}% CPU per "
                      f"response ({g['server_cpu_ms_per_response']:.2f} vs {u['server_cpu_ms_per_response']:.2f} ms), "
                      f"TTFT p50 {g['ttft_p50_ms'] - u['ttft_p50_ms']:+.2f} ms, serving RSS "
@@ -153,11 +165,16 @@ def parse_args(argv: list[str] | None):
                    help="wait up to this long for other load on the machine to stop first [10]")
     p.add_argument("--quiet-per-run", type=float, default=4.0, metavar="SECONDS",
                    help="and up to this long before each run, 0 not to [4]")
+    p.add_argument("--servers", default=",".join(SERVERS),
+                   help=f"comma-separated, uvicorn first, of {', '.join(KNOWN)} [{','.join(SERVERS)}]")
     p.add_argument("--gateway-src", metavar="DIR",
                    help="run the gateway from this src/ directory (as bench.run --gateway-src) instead of the "
                         "installed package")
     opts = p.parse_args(argv)
     opts.concurrency_list = [int(x) for x in opts.concurrency.split(",") if x.strip()]
+    opts.servers_list = tuple(x.strip() for x in opts.servers.split(",") if x.strip())
+    if not opts.servers_list or opts.servers_list[0] != "uvicorn" or set(opts.servers_list) - set(KNOWN):
+        p.error(f"--servers: uvicorn first, then any of {', '.join(KNOWN[1:])}")
     if not opts.concurrency_list or min(opts.concurrency_list) < 1 or opts.requests < 1 or opts.repeat < 1:
         p.error("--concurrency needs positive integers, --requests and --repeat at least 1")
     return opts
@@ -177,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             versions[pkg] = importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError:
             versions[pkg] = "not installed"
-    if versions["granian"] == "not installed":
+    if versions["granian"] == "not installed" and any(x.startswith("granian") for x in opts.servers_list):
         say("granian is not installed: pip install granian")
         return 2
     with tempfile.TemporaryDirectory(prefix="rg-servers-") as tmp:
@@ -189,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             up_url = up.first_line(timeout=20).split()[-2].removesuffix("/v1")
             wait_http(f"{up_url}/health", up)
             post_json(f"{up_url}/_bench/config", {"tokens": opts.tokens, "delay_ms": 0.0, "tokens_per_chunk": 1})
-            for name in SERVERS:
+            for name in opts.servers_list:
                 proc, url = start_server(name, up_url, tmpdir, opts.gateway_src)
                 pids = {"main": proc.pid, "worker": serving_pid(proc)}
                 servers[name] = (proc, url, pids)
@@ -199,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             async def everything() -> dict:
                 runs: dict[tuple[str, int], list[dict]] = {}
                 for r in range(opts.repeat):
-                    order = SERVERS if r % 2 == 0 else SERVERS[::-1]
+                    order = opts.servers_list if r % 2 == 0 else opts.servers_list[::-1]
                     for c in opts.concurrency_list:
                         for name in order:
                             _proc, url, pids = servers[name]
@@ -228,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             up.stop()
     rows = []
     for c in opts.concurrency_list:
-        for name in SERVERS:
+        for name in opts.servers_list:
             all_runs = runs[(name, c)]
             clean = [x for x in all_runs if (x.get("unattributed_cpu_pct") or 0.0) <= CLEAN_OTHER_PCT]
             ordered = sorted(clean or all_runs, key=lambda x: x["requests_per_s"])
@@ -237,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             row["clean_runs"] = len(clean)
             rows.append(row)
     say("")
-    say(f"Gateway under uvicorn vs granian, 1 worker each, no store, store: false; {opts.tokens} tokens per response, "
+    say(f"Gateway under {' vs '.join(opts.servers_list)}, 1 worker each, no store, store: false; {opts.tokens} tokens per response, "
         f"one token per upstream chunk, no delay; {opts.requests} requests per run after a warm-up round. Median of "
         f"{opts.repeat} interleaved runs by req/s (among runs with other CPU ≤ {CLEAN_OTHER_PCT:g}% when there are "
         "any). " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ". Loaded in the serving process: "

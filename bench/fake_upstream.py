@@ -18,6 +18,10 @@ driven by loop callbacks, not tasks. With `--delay-ms 0` each write is followed 
 concurrent streams interleave one chunk at a time like a server that emits one token per step for every
 sequence; `--delay-ms D` sends chunk i at t0 + (tokens so far) × D, on an absolute schedule (no drift).
 
+`--processes N` runs N processes that share the port (SO_REUSEPORT: the kernel spreads connections over
+them), for a machine with cores to spare; the options, the counters and the stream timeline are kept in
+shared memory, so `/_bench/config` and `/_bench/stats` on any connection act on, and answer for, all of them.
+
 Control (for the harness, not part of the upstream protocol):
     GET  /health               {"status":"ok"}
     GET  /_bench/stats         requests served, bytes written, and for the last 2000 streams the
@@ -31,13 +35,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import mmap
 import os
 import signal
+import socket
+import struct
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, fields
 
 import orjson
+
+from .reuseport import fork_siblings, reap
 
 WORDS = [" the", " quick", " brown", " fox", " jumps", " over", " a", " lazy", " dog", ",", " and", " then",
          " it", " runs", " back", " home", " café", " again", ".", "\n"]
@@ -141,14 +150,113 @@ HEAD_SSE = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\
 DONE_TAIL = _http_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
 
 
+class Shared:
+    """The options, counters and stream timelines of every process of a multi-process upstream, in one
+    anonymous shared mapping made before the processes fork. Each process writes only its own slot; the
+    options are written by whichever process is asked to change them (the harness asks one at a time) and
+    the others take them, by their generation number, when their next request arrives."""
+
+    CONFIG_MAX = 64 * 1024
+    TIMELINE = 2000
+    HEAD = struct.Struct("<qi")      # options generation, length of the options' JSON
+    SLOT = struct.Struct("<qqqq")    # requests, streams done, bytes written, timeline entries so far
+    ENTRY = struct.Struct("<dd")     # request parsed, first token written (NaN until then)
+
+    def __init__(self, processes: int, cfg: Config):
+        self.processes = processes
+        self.slot_size = self.SLOT.size + self.TIMELINE * self.ENTRY.size
+        self.base = self.HEAD.size + self.CONFIG_MAX
+        self.mm = mmap.mmap(-1, self.base + processes * self.slot_size)  # MAP_SHARED | MAP_ANONYMOUS
+        self.index = 0  # this process's slot
+        self.write_config(cfg)
+
+    def generation(self) -> int:
+        return self.HEAD.unpack_from(self.mm, 0)[0]
+
+    def write_config(self, cfg: Config) -> int:
+        data = orjson.dumps(asdict(cfg))
+        if len(data) > self.CONFIG_MAX:
+            raise ValueError("options too large")
+        generation = self.generation() + 1
+        self.mm[self.HEAD.size:self.HEAD.size + len(data)] = data
+        self.HEAD.pack_into(self.mm, 0, generation, len(data))
+        return generation
+
+    def read_config(self) -> tuple[int, Config]:
+        generation, length = self.HEAD.unpack_from(self.mm, 0)
+        return generation, Config(**orjson.loads(self.mm[self.HEAD.size:self.HEAD.size + length]))
+
+    def _slot(self, index: int) -> int:
+        return self.base + index * self.slot_size
+
+    def publish(self, requests: int, streams_done: int, nbytes: int) -> None:
+        at = self._slot(self.index)
+        entries = self.SLOT.unpack_from(self.mm, at)[3]
+        self.SLOT.pack_into(self.mm, at, requests, streams_done, nbytes, entries)
+
+    def track(self, arrived: float) -> int:
+        """A new stream's entry in this process's timeline; returns where its first-token time goes."""
+        at = self._slot(self.index)
+        requests, done, nbytes, entries = self.SLOT.unpack_from(self.mm, at)
+        where = at + self.SLOT.size + (entries % self.TIMELINE) * self.ENTRY.size
+        self.ENTRY.pack_into(self.mm, where, arrived, float("nan"))
+        self.SLOT.pack_into(self.mm, at, requests, done, nbytes, entries + 1)
+        return where
+
+    def first_token(self, where: int, when: float) -> None:
+        self.mm[where + 8:where + 16] = struct.pack("<d", when)
+
+    def stats(self) -> dict:
+        """Every process's counters summed, and their timelines merged by arrival (the last TIMELINE)."""
+        out = {"requests": 0, "streams_done": 0, "bytes": 0, "processes": self.processes}
+        timeline = []
+        for index in range(self.processes):
+            at = self._slot(index)
+            requests, done, nbytes, entries = self.SLOT.unpack_from(self.mm, at)
+            out["requests"] += requests
+            out["streams_done"] += done
+            out["bytes"] += nbytes
+            for k in range(min(entries, self.TIMELINE)):
+                arrived, first = self.ENTRY.unpack_from(self.mm, at + self.SLOT.size + k * self.ENTRY.size)
+                timeline.append([arrived, None if first != first else first])
+        timeline.sort(key=lambda entry: entry[0])
+        out["timeline"] = timeline[-self.TIMELINE:]
+        return out
+
+
 class Server:
-    def __init__(self, cfg: Config):
+    def __init__(self, cfg: Config, shared: Shared | None = None):
         self.cfg = cfg
         self.cache: dict[tuple, Answer] = {}
         self.requests = 0
         self.streams_done = 0
         self.bytes = 0
         self.timeline: deque = deque(maxlen=2000)  # [request parsed, first token written] per stream
+        self.shared = shared
+        self.generation = shared.generation() if shared is not None else 0
+
+    def sync(self) -> None:
+        """Take the options another process of a multi-process upstream was given."""
+        if self.shared is not None and self.shared.generation() != self.generation:
+            self.generation, self.cfg = self.shared.read_config()
+            self.cache.clear()
+
+    def track(self, times: list) -> int | None:
+        """Record a stream in the timeline: its [parsed, first token] list here, or its place in shared memory."""
+        if self.shared is not None:
+            return self.shared.track(times[0])
+        self.timeline.append(times)
+        return None
+
+    def publish(self) -> None:
+        if self.shared is not None:
+            self.shared.publish(self.requests, self.streams_done, self.bytes)
+
+    def stats(self) -> dict:
+        if self.shared is not None:
+            return {**self.shared.stats(), "pid": os.getpid()}
+        return {"requests": self.requests, "streams_done": self.streams_done, "bytes": self.bytes,
+                "pid": os.getpid(), "timeline": list(self.timeline)}
 
     def answer(self, model: bytes, n_tokens: int, finish: str) -> Answer:
         key = (model, n_tokens, finish)
@@ -164,10 +272,13 @@ class Server:
         unknown = set(changes) - names
         if unknown:
             raise ValueError(f"unknown options: {sorted(unknown)}")
+        self.sync()
         values = asdict(self.cfg)
         values.update(changes)
         self.cfg = Config(**values)
         self.cache.clear()
+        if self.shared is not None:
+            self.generation = self.shared.write_config(self.cfg)
 
 
 class Conn(asyncio.Protocol):
@@ -257,9 +368,7 @@ class Conn(asyncio.Protocol):
         elif method == "GET" and path == "/health":
             self.reply(200, b'{"status":"ok"}')
         elif method == "GET" and path == "/_bench/stats":
-            self.reply(200, orjson.dumps({"requests": server.requests, "streams_done": server.streams_done,
-                                          "bytes": server.bytes, "pid": os.getpid(),
-                                          "timeline": list(server.timeline)}))
+            self.reply(200, orjson.dumps(server.stats()))
         elif method == "POST" and path == "/_bench/config":
             try:
                 server.set_config(orjson.loads(body or b"{}"))
@@ -273,7 +382,9 @@ class Conn(asyncio.Protocol):
     def completions(self, body: bytes) -> None:
         arrived = time.monotonic()
         server = self.server
+        server.sync()
         server.requests += 1
+        server.publish()
         try:
             req = orjson.loads(body)
             if not isinstance(req, dict):
@@ -322,7 +433,7 @@ def _completion(rid: bytes, model: bytes, ans: Answer, prompt_tokens: int, cfg: 
 class _Stream:
     """Writes one answer unit by unit, driven by loop callbacks, honouring the transport's flow control."""
 
-    __slots__ = ("conn", "data", "offsets", "due", "i", "t0", "head", "tail", "times", "first")
+    __slots__ = ("conn", "data", "offsets", "due", "i", "t0", "head", "tail", "times", "first", "slot")
 
     def __init__(self, conn: Conn, data: bytes, ans: Answer, head: bytes, tail: bytes, arrived: float):
         conn.busy = True
@@ -336,7 +447,7 @@ class _Stream:
         self.tail = tail
         self.times = [arrived, None]
         self.first = ans.first_token_unit if ans.first_token_unit is not None else len(ans.due)
-        conn.server.timeline.append(self.times)
+        self.slot = conn.server.track(self.times)
 
     def step(self) -> None:
         conn = self.conn
@@ -359,6 +470,8 @@ class _Stream:
         conn.transport.write(out)
         if j > self.first and self.times[1] is None:  # this write carried the first token
             self.times[1] = time.monotonic()
+            if self.slot is not None:
+                conn.server.shared.first_token(self.slot, self.times[1])
         conn.server.bytes += len(out)
         self.i = j
         if j < n:
@@ -369,6 +482,7 @@ class _Stream:
                 conn.loop.call_soon(self.step)
             return
         conn.server.streams_done += 1
+        conn.server.publish()
         conn.busy = False
         if not conn.keep_alive:
             conn.transport.close()
@@ -390,6 +504,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tool-calls", type=int, default=0, help="tool calls after the content [0]")
     p.add_argument("--tool-arg-chunks", type=int, default=4, help="argument fragments per tool call [4]")
     p.add_argument("--chunks-per-write", type=int, default=1, help="SSE chunks per socket write [1]")
+    p.add_argument("--processes", type=int, default=1,
+                   help="processes serving the port together (SO_REUSEPORT), for many-core runs [1]")
     return p
 
 
@@ -397,17 +513,51 @@ def config_from(args: argparse.Namespace) -> Config:
     return Config(**{f.name: getattr(args, f.name) for f in fields(Config)})
 
 
-async def serve(host: str, port: int, cfg: Config) -> None:
+async def serve(host: str, port: int, cfg: Config, sock: socket.socket | None = None, shared: Shared | None = None,
+                parent: int | None = None) -> None:
+    """Serve until SIGTERM/SIGINT. `sock`: an already listening socket (multi-process); `parent`: the pid
+    whose exit ends this process too (a forked sibling must not outlive the upstream it belongs to)."""
     loop = asyncio.get_running_loop()
-    server = Server(cfg)
-    srv = await loop.create_server(lambda: Conn(server), host, port, backlog=1024, reuse_address=True)
+    server = Server(cfg, shared)
+    if sock is None:
+        srv = await loop.create_server(lambda: Conn(server), host, port, backlog=1024, reuse_address=True)
+    else:
+        srv = await loop.create_server(lambda: Conn(server), sock=sock, backlog=1024)
     port = srv.sockets[0].getsockname()[1]
-    print(f"fake upstream listening on http://{host}:{port}/v1 pid={os.getpid()}", flush=True)
+    if parent is None:
+        processes = f" ({shared.processes} processes)" if shared is not None else ""
+        print(f"fake upstream{processes} listening on http://{host}:{port}/v1 pid={os.getpid()}", flush=True)
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+
+    async def orphaned() -> None:
+        while os.getppid() == parent:
+            await asyncio.sleep(0.5)
+        stop.set()
+
+    watch = asyncio.create_task(orphaned()) if parent is not None else None
     async with srv:
         await stop.wait()
+    if watch is not None:
+        watch.cancel()
+
+
+def serve_processes(args: argparse.Namespace, runner) -> None:
+    """`--processes N`: this process and N - 1 forked ones, each with its own socket on the same port
+    (SO_REUSEPORT) and its own event loop, sharing options and counters through `Shared`."""
+    cfg = config_from(args)
+    shared = Shared(args.processes, cfg)
+
+    def child(index: int, sock: socket.socket, parent: int) -> None:
+        shared.index = index
+        runner(serve(args.host, sock.getsockname()[1], cfg, sock=sock, shared=shared, parent=parent))
+
+    first, children = fork_siblings(args.processes, args.host, args.port, child)
+    try:
+        runner(serve(args.host, first.getsockname()[1], cfg, sock=first, shared=shared))
+    finally:
+        reap(children)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -417,7 +567,10 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError:  # plain asyncio still works, a little slower
         uvloop = None
     runner = uvloop.run if uvloop is not None else asyncio.run
-    runner(serve(args.host, args.port, config_from(args)))
+    if args.processes > 1:
+        serve_processes(args, runner)
+    else:
+        runner(serve(args.host, args.port, config_from(args)))
 
 
 if __name__ == "__main__":

@@ -169,18 +169,20 @@ def endpoint(base_url: str, mode: str) -> str:
 async def run_load(base_url: str, mode: str, requests: int, concurrency: int, body: bytes,
                    duration: float = 60.0, hard_deadline: float | None = None,
                    session: aiohttp.ClientSession | None = None, stagger: float = 0.0,
-                   gaps: bool = False) -> RunResult:
+                   gaps: bool = False, first_delays: list[float] | None = None) -> RunResult:
     """Stream `requests` requests, `concurrency` at a time (closed loop: each worker sends its next request
     when the previous one ends). No new request starts after `duration` seconds; requests still running at
     `hard_deadline` (default duration + 30 s) are cancelled and counted as failed. With `session`, its
     (warm) connections are used; else a session of its own is opened and closed. `stagger` seconds: the
-    workers' first requests are spread evenly over it instead of all leaving at once."""
+    workers' first requests are spread evenly over it instead of all leaving at once; `first_delays` gives
+    each worker's own delay instead (a share of a load spread over several processes)."""
     gateway = mode == "gateway"
     url = endpoint(base_url, mode)
     hard = (duration + 30.0) if hard_deadline is None else hard_deadline
     if session is None:
         async with new_session(concurrency, hard) as own:
-            return await run_load(base_url, mode, requests, concurrency, body, duration, hard, own, stagger, gaps)
+            return await run_load(base_url, mode, requests, concurrency, body, duration, hard, own, stagger, gaps,
+                                  first_delays)
     result = RunResult(gaps=[] if gaps else None)
     remaining = requests
     start = time.perf_counter()
@@ -189,7 +191,9 @@ async def run_load(base_url: str, mode: str, requests: int, concurrency: int, bo
 
     async def worker(i: int) -> None:
         nonlocal remaining
-        if stagger:
+        if first_delays:
+            await asyncio.sleep(first_delays[i % len(first_delays)])
+        elif stagger:
             await asyncio.sleep(stagger * i / workers)
         while remaining > 0 and time.perf_counter() - start < duration:
             remaining -= 1
@@ -425,27 +429,36 @@ async def measured(base_url: str, mode: str, requests: int, concurrency: int, bo
             return await run_load(base_url, mode, requests, concurrency, body, duration=duration,
                                   session=session, stagger=stagger, gaps=gaps)
 
-        return await _measured(recorded, pid, upstream_pid, keep_samples)
+        return await measure_around(recorded, pid, upstream_pid, keep_samples)
 
 
-async def _measured(recorded, pid, upstream_pid, keep_samples) -> dict:
+async def measure_around(recorded, pid: int | None, upstream_pid: int | None, keep_samples: bool,
+                         client_pids: list[int] | None = None) -> dict:
+    """Run `recorded()` (a coroutine giving a RunResult) with the CPU of the gateway (`pid` and its children),
+    of the upstream (`upstream_pid` and its children: a multi-process upstream's siblings) and of the whole
+    machine read around it. `client_pids`: load-generator processes whose CPU is the client's (a
+    multi-process load), instead of this process's own."""
     pids = tree(pid) if pid else []
+    up_pids = tree(upstream_pid) if upstream_pid else []
     if pids:
         reset_peak_rss(pids)
     g0 = cpu_seconds(pids) if pids else None
-    u0 = cpu_seconds([upstream_pid]) if upstream_pid else None
+    u0 = cpu_seconds(up_pids) if up_pids else None
+    c0 = cpu_seconds(client_pids) if client_pids else None
     m0 = machine_busy_seconds()
     result = await recorded()
     m1 = machine_busy_seconds()
     g1 = cpu_seconds(pids) if pids else None
-    u1 = cpu_seconds([upstream_pid]) if upstream_pid else None
+    u1 = cpu_seconds(up_pids) if up_pids else None
+    if c0 is not None:
+        result.client_cpu = cpu_seconds(client_pids) - c0 + result.client_cpu
     summary = summarize(result,
                         gateway_cpu=None if g0 is None else g1 - g0,
                         upstream_cpu=None if u0 is None else u1 - u0,
                         peak_rss=peak_rss_mib(pids) if pids else None)
     if m0 is not None and m1 is not None and result.wall:
         busy = 100.0 * (m1 - m0) / result.wall
-        ours = result.client_cpu + (g1 - g0 if pids else 0.0) + (u1 - u0 if upstream_pid else 0.0)
+        ours = result.client_cpu + (g1 - g0 if pids else 0.0) + (u1 - u0 if up_pids else 0.0)
         summary["machine_busy_pct"] = busy
         # CPU nobody here accounts for: other processes on the machine, and kernel work (softirq) not charged
         # to a process. Large values mean the run shared the machine and its figures are low.

@@ -46,6 +46,7 @@ import orjson
 
 from . import layout, load
 from .growth import run_growth
+from .loadpool import LoadPool
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -138,9 +139,9 @@ def wait_http(url: str, proc: Proc, timeout: float = 30.0) -> None:
 
 
 @contextlib.contextmanager
-def upstream_and_gateway(tmpdir: Path, upstream_args: list[str], gateway_args: list[str]):
-    """The fake upstream and the gateway (SQLite store in `tmpdir`) as processes, both answering; yields
-    (upstream, upstream URL, gateway, gateway URL) and stops both at the end."""
+def upstream_and_gateway(tmpdir: Path, upstream_args: list[str], gateway_args: list[str], src: str | None = None):
+    """The fake upstream and the gateway (SQLite store in `tmpdir`; from the `src` directory when given) as
+    processes, both answering; yields (upstream, upstream URL, gateway, gateway URL) and stops both at the end."""
     up = Proc("upstream", [sys.executable, "-m", "bench.fake_upstream", "--port", "0", *upstream_args], tmpdir,
               clean_env(), capture_stdout=True)
     gw = None
@@ -150,7 +151,7 @@ def upstream_and_gateway(tmpdir: Path, upstream_args: list[str], gateway_args: l
         port = free_port()
         gw = Proc("gateway", [sys.executable, "-m", "responses_gateway", "serve", "--upstream", f"{up_url}/v1",
                               "--host", "127.0.0.1", "--port", str(port), "--db", str(tmpdir / "responses.db"),
-                              "--log-level", "warning", *gateway_args], tmpdir, clean_env())
+                              "--log-level", "warning", *gateway_args], tmpdir, clean_env(src))
         gw_url = f"http://127.0.0.1:{port}"
         wait_http(f"{gw_url}/health", gw, timeout=60)
         yield up, up_url, gw, gw_url
@@ -214,6 +215,7 @@ class Bench:
     gw_pid: int
     say: Callable[[str], None]
     layout: str = "unpinned"
+    pool: LoadPool | None = None  # several load-generator processes (many-core machines), else this one
 
     def upstream(self, **config) -> None:
         post_json(f"{self.up_url}/_bench/config", config)
@@ -224,9 +226,10 @@ class Bench:
         body = load.request_body(mode, store=bool(store))
         base = self.gw_url if mode == "gateway" else self.up_url
         kw.setdefault("warmup", c if delay == 0 else 2)
-        summary = await load.measured(base, mode, n, c, body, duration=kw.pop("duration", self.opts.duration),
-                                      pid=self.gw_pid if mode == "gateway" else None, upstream_pid=self.up_pid,
-                                      keep_samples=True, **kw)
+        measured = self.pool.measured if self.pool is not None else load.measured
+        summary = await measured(base, mode, n, c, body, duration=kw.pop("duration", self.opts.duration),
+                                 pid=self.gw_pid if mode == "gateway" else None, upstream_pid=self.up_pid,
+                                 keep_samples=True, **kw)
         samples = summary.pop("samples")
         if c == 1:
             summary.update(split_ttft(samples, get_json(f"{self.up_url}/_bench/stats")["timeline"]))
@@ -516,7 +519,9 @@ def markdown(meta: dict, cases: list[dict], tgts: list[dict], profile: dict | No
         f"# responses-gateway benchmark — {meta['started']}",
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, Linux {m['kernel']}, "
-        f"Python {m['python']}; gateway commit {m['commit']}, {o['workers']} worker(s); "
+        f"Python {m['python']}; gateway commit {m['commit']}, {o['workers']} worker(s), "
+        f"{o.get('upstream_processes', 1)} fake-upstream process(es), {o.get('load_processes', 1)} load-generator "
+        "process(es); "
         + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + ".",
         "",
         f"Upstream: fake Chat Completions (`bench/fake_upstream.py`), {o['tokens']} tokens per response, "
@@ -598,7 +603,7 @@ def summarize_collapsed(text: str, top: int = 25) -> dict:
         for f in set(frames):
             incl[f] = incl.get(f, 0) + n
         area[_area(leaf)] = area.get(_area(leaf), 0) + n
-        stage = _stage(frames)
+        stage = stage_of(frames)
         stages[stage] = stages.get(stage, 0) + n
 
     def pct(d: dict) -> list[list]:
@@ -632,12 +637,14 @@ FRAME_RULES = [
 ]
 
 
-def _stage(frames: list[str]) -> str:
-    for name, keys in STACK_RULES:
+def stage_of(frames: list[str], stack_rules=None, frame_rules=None) -> str:
+    """The stage of one sampled stack: the first of `stack_rules` with a key anywhere on the stack, else the
+    innermost frame that matches one of `frame_rules` (this module's rules by default)."""
+    for name, keys in STACK_RULES if stack_rules is None else stack_rules:
         if any(k in f for f in frames for k in keys):
             return name
     for f in reversed(frames):
-        for name, keys in FRAME_RULES:
+        for name, keys in FRAME_RULES if frame_rules is None else frame_rules:
             if any(k in f for k in keys):
                 return name
     return "other"
@@ -756,7 +763,14 @@ def parse_args(argv: list[str] | None):
                                               f"reported [{FULL['repeat']}]")
     p.add_argument("--wait-quiet", type=float, metavar="SECONDS",
                    help=f"wait up to this long for other load on the machine to stop [{FULL['wait_quiet']:g}]")
-    p.add_argument("--workers", type=int, default=1, help="gateway worker processes (serve --workers) [1]")
+    p.add_argument("--workers", default="1",
+                   help="gateway worker processes (serve --workers) [1]; a list (1,2,4,8) runs the scaling cases at "
+                        "each count instead, with options of their own (python -m bench.scaling --help)")
+    p.add_argument("--upstream-processes", type=int, default=0,
+                   help="fake-upstream processes sharing its port [0: as many as half the CPUs the gateway "
+                        "does not use, 1 on 2 CPUs]")
+    p.add_argument("--load-processes", type=int, default=0,
+                   help="load-generator processes [0: the other half of those CPUs, 1 (this process) on 2 CPUs]")
     p.add_argument("--profile", type=float, default=0.0, metavar="SECONDS",
                    help="after the cases, sample the gateway with py-spy for this long under load")
     p.add_argument("--profile-case", choices=("paced", "throughput"), default="paced",
@@ -766,6 +780,18 @@ def parse_args(argv: list[str] | None):
                    help="run the gateway from this src/ directory (e.g. a git worktree of another commit) "
                         "instead of the installed package")
     opts = p.parse_args(argv)
+    try:
+        opts.workers_list = [int(x) for x in str(opts.workers).split(",") if x.strip()]
+    except ValueError:
+        p.error("--workers needs a positive integer or a comma-separated list of them")
+    if not opts.workers_list or min(opts.workers_list) < 1:
+        p.error("--workers needs a positive integer or a comma-separated list of them")
+    if len(opts.workers_list) > 1:
+        p.error("a list of worker counts runs the scaling cases: python -m bench.run --workers 1,2,4")
+    opts.workers = opts.workers_list[0]
+    up, ld = layout.helpers(opts.workers)
+    opts.upstream_processes = opts.upstream_processes or up
+    opts.load_processes = opts.load_processes or ld
     base = QUICK if opts.quick else FULL
     for key, value in base.items():
         if getattr(opts, key) is None:
@@ -787,7 +813,22 @@ def parse_args(argv: list[str] | None):
     return opts
 
 
+def wants_scaling(argv: list[str] | None) -> bool:
+    """`--workers` given as a list (1,2,4): the scaling cases (bench/scaling.py), with options of their own."""
+    args = sys.argv[1:] if argv is None else argv
+    for i, arg in enumerate(args):
+        value = arg.split("=", 1)[1] if arg.startswith("--workers=") else (
+            args[i + 1] if arg == "--workers" and i + 1 < len(args) else None)
+        if value is not None and "," in value.strip(","):
+            return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
+    if wants_scaling(argv):
+        from .scaling import main as scaling_main
+
+        return scaling_main(argv)
     opts = parse_args(argv)
     started = dt.datetime.now(dt.UTC)
     stamp = started.strftime("%Y%m%d-%H%M%S")
@@ -806,7 +847,8 @@ def main(argv: list[str] | None = None) -> int:
         tmpdir = Path(tmp)
         env = clean_env()
         up = Proc("upstream", [sys.executable, "-m", "bench.fake_upstream", "--port", "0",
-                               "--tokens", str(opts.tokens), "--tokens-per-chunk", str(opts.tokens_per_chunk)],
+                               "--tokens", str(opts.tokens), "--tokens-per-chunk", str(opts.tokens_per_chunk),
+                               "--processes", str(opts.upstream_processes)],
                   tmpdir, env, capture_stdout=True)
         gw = None
         try:
@@ -822,7 +864,8 @@ def main(argv: list[str] | None = None) -> int:
             wait_http(f"{gw_url}/health", gw, timeout=60)
             if opts.workers > 1:
                 time.sleep(1.0)  # every worker up
-            say(f"upstream pid {up.pid} at {up_url}; gateway pid {gw.pid} at {gw_url} ({opts.workers} worker(s))")
+            say(f"upstream pid {up.pid} at {up_url} ({opts.upstream_processes} process(es)); gateway pid {gw.pid} "
+                f"at {gw_url} ({opts.workers} worker(s)); load generator: {opts.load_processes} process(es)")
             try:
                 import uvloop
                 runner = uvloop.run
@@ -836,10 +879,22 @@ def main(argv: list[str] | None = None) -> int:
 
             def place(name: str) -> None:
                 b.layout = name
-                layout.apply(layout.make(name, opts.workers), load.tree(gw.pid), [up.pid, os.getpid()])
+                layout.apply(layout.make(name, opts.workers), load.tree(gw.pid), [up.pid, os.getpid()],
+                             upstream_pids=load.tree(up.pid) if opts.upstream_processes > 1 else None,
+                             load_pids=[os.getpid(), *b.pool.pids] if b.pool is not None else None)
                 say(f"layout: {meta['layouts'][name]}")
 
             async def everything():
+                if opts.load_processes > 1:
+                    b.pool = LoadPool(opts.load_processes, clean_env(), str(ROOT))
+                    await b.pool.start()
+                try:
+                    return await cases_and_extras()
+                finally:
+                    if b.pool is not None:
+                        await b.pool.close()
+
+            async def cases_and_extras():
                 cases = []
                 for name in opts.layouts:
                     place(name)

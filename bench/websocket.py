@@ -107,7 +107,7 @@ async def compare(gw_url: str, gw_pid: int, up_pid: int, opts, say) -> list[dict
             async def recorded(c=c) -> load.RunResult:
                 return await run_ws(ws_url, opts.requests, c, message)
 
-            runs["websocket"].append(await load._measured(recorded, gw_pid, up_pid, keep_samples=False))
+            runs["websocket"].append(await load.measure_around(recorded, gw_pid, up_pid, keep_samples=False))
         for transport, summaries in runs.items():
             middle = median_of([s["events_per_s"] for s in summaries])
             summary = next(s for s in summaries if s["events_per_s"] == middle)

@@ -56,6 +56,21 @@ def client(gateway):
     return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="test-key", max_retries=0)
 
 
+@pytest.fixture(scope="session")
+def _fake_web():
+    from tests.support.fake_web import FakeWeb
+
+    with FakeWeb() as web:
+        yield web
+
+
+@pytest.fixture
+def web(_fake_web):
+    """Fake search providers and web pages on loopback (tests/support/fake_web.py), emptied for each test."""
+    _fake_web.reset()
+    return _fake_web
+
+
 @pytest.fixture(scope="module")
 def mcp_server():
     """A real MCP server (tests/support/mcp_server.py) on loopback, fresh for each test module."""

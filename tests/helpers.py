@@ -9,9 +9,11 @@ from pydantic import TypeAdapter
 from tests.support.schema import validate_event, validate_response
 from tests.support.stream_check import check_stream
 
-# The official openai SDK's own models, validated strictly: what its typed clients will parse. One
-# deliberate difference: OpenAI's endpoint itself puts `context_length_exceeded` in `response.error.code`
-# (recordings/openai_responses/error-context_length_exceeded-stream.yaml), outside the SDK's enum.
+# The official openai SDK's own models, validated strictly: what its typed clients will parse. Two
+# deliberate differences, both what OpenAI's endpoint itself sends: `context_length_exceeded` in
+# `response.error.code` (recordings/openai_responses/error-context_length_exceeded-stream.yaml), outside the SDK's
+# enum; and a `web_search_call` announced without its `action` (recordings/openai_builtin_tools/
+# builtin-tool-web_search-stream.yaml), which the SDK's type requires (it builds events without validating).
 SDK_EVENT = TypeAdapter(ResponseStreamEvent)
 
 
@@ -19,6 +21,10 @@ def sdk_validate(event: dict) -> None:
     error = (event.get("response") or {}).get("error") or {}
     if error.get("code") == "context_length_exceeded":
         event = {**event, "response": {**event["response"], "error": {**error, "code": "invalid_prompt"}}}
+    item = event.get("item") or {}
+    if event["type"] == "response.output_item.added" and item.get("type") == "web_search_call" \
+            and "action" not in item:
+        event = {**event, "item": {**item, "action": {"type": "search"}}}
     assert SDK_EVENT.validate_python(event).type == event["type"]
 
 

@@ -16,9 +16,10 @@ from responses_gateway.protocol.items import normalize_input
 from responses_gateway.protocol.reasoning import seal, unseal
 from responses_gateway.protocol.request import parse_request
 from responses_gateway.protocol.tools import found_tools, normalize_tools
+from responses_gateway.route import Route
 from responses_gateway.upstreams.anthropic import AnthropicUpstream
 from responses_gateway.upstreams.anthropic_messages import build_body, thinking_blocks
-from responses_gateway.upstreams.base import Call, Route
+from responses_gateway.upstreams.base import Call
 from tests.helpers import create, stream
 from tests.support.fake_anthropic import (
     DROP,
@@ -695,6 +696,18 @@ def test_temperature_above_one(http, fake):
     thinking = stream(http, {"model": "m", "input": "hi", "temperature": 1.7, "reasoning": {"effort": "low"}})
     assert thinking.terminal["type"] == "response.completed"
     assert "temperature" not in fake.requests[1].body and fake.requests[1].body["thinking"]["type"] == "enabled"
+
+
+def test_top_p_with_thinking(http, fake):
+    """Anthropic takes `top_p` from 0.95 to 1 when thinking is on (and refuses the request otherwise): a lower
+    one is sent as 0.95; without thinking it goes as the client set it."""
+    fake.enqueue(*(message_stream(text_block(0, ["Hi."])) for _ in range(3)))
+    for top_p, sent in ((0.5, 0.95), (0.97, 0.97)):
+        thinking = stream(http, {"model": "m", "input": "hi", "top_p": top_p, "reasoning": {"effort": "low"}})
+        assert thinking.terminal["type"] == "response.completed"
+        assert fake.requests[-1].body["top_p"] == sent and fake.requests[-1].body["thinking"]["type"] == "enabled"
+    assert stream(http, {"model": "m", "input": "hi", "top_p": 0.5}).terminal["type"] == "response.completed"
+    assert fake.requests[-1].body["top_p"] == 0.5 and "thinking" not in fake.requests[-1].body
 
 
 def test_whitespace_only_text_is_left_out(http, fake):

@@ -92,6 +92,21 @@ def test_streamed_background_starts_queued_and_replays_whole(gw):
     assert events_of(tail.content) == result.events[11:]
 
 
+def test_resume_after_the_terminal_event_is_an_empty_stream(gw):
+    """`starting_after` the terminal event's number (or beyond it) once the response has ended: an empty
+    stream, closed at once (it answered a second terminal event after a few polls)."""
+    resp = gw.post("/v1/responses", json={"model": MODEL, "input": "go", "background": True, "stream": True})
+    result = check_stream(resp.content)
+    rid, end = result.response["id"], result.terminal["sequence_number"]
+    for after in (end, end + 3):
+        tail = gw.get(f"/v1/responses/{rid}", params={"stream": "true", "starting_after": after})
+        assert tail.status_code == 200 and tail.headers["content-type"].startswith("text/event-stream")
+        assert events_of(tail.content) == []
+    # the event before the terminal one still gives exactly the terminal one
+    last = gw.get(f"/v1/responses/{rid}", params={"stream": "true", "starting_after": end - 1})
+    assert events_of(last.content) == [result.terminal]
+
+
 def test_resume_mid_stream_has_no_gap_and_no_duplicate(gw):
     rid = start(gw)["id"]
     wait_seq(gw, rid, 8)
@@ -130,6 +145,22 @@ def test_cancel_stops_the_upstream_and_ends_every_follower(gw, upstream):
     assert result.terminal["type"] == "response.incomplete"
     assert result.response["status"] == "cancelled"
     sdk_validate(result.terminal)
+
+
+def test_a_cancelled_background_response_is_measured_like_any_other(gw):
+    """Its duration and terminal status are recorded once, by the one ending (before, a cancel skipped them)."""
+    from prometheus_client import REGISTRY
+
+    def sample(name: str, labels: dict) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    durations = ("responses_gateway_response_duration_seconds_count", {"route": "*", "status": "cancelled"})
+    statuses = ("responses_gateway_responses_total", {"status": "cancelled"})
+    before = sample(*durations), sample(*statuses)
+    rid = start(gw)["id"]
+    wait_seq(gw, rid, 5)
+    assert gw.post(f"/v1/responses/{rid}/cancel").json()["status"] == "cancelled"
+    assert (sample(*durations), sample(*statuses)) == (before[0] + 1, before[1] + 1)
 
 
 def test_cancel_of_finished_or_foreground_responses(gw):

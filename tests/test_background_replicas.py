@@ -109,6 +109,11 @@ def test_resume_on_another_replica_mid_stream(replicas):
     replay = follow(b.url, rid)  # from event 0 after the end, on the replica that did not run it
     replay.join(BOUND)
     assert replay.events == on_a.events
+    end = on_a.events[-1]["sequence_number"]
+    for url in (a.url, b.url):  # resuming after the terminal event: nothing, on either replica
+        at_end = follow(url, rid, after=end)
+        at_end.join(BOUND)
+        assert not at_end.is_alive() and at_end.error is None and at_end.events == []
 
 
 def test_cancel_from_another_replica_stops_generation(replicas, upstream):

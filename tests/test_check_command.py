@@ -17,7 +17,7 @@ import pytest
 
 from responses_gateway.cli import main
 from responses_gateway.config import Settings
-from responses_gateway.upstreams.base import Route
+from responses_gateway.route import Route
 from responses_gateway.upstreams.responses import ResponsesUpstream
 from tests.support.fake_chat import RecordedRequest, Stream, text_stream, tool_calls_stream
 from tests.support.recordings import RECORDINGS_DIR, load_recording

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from responses_gateway.config import Settings
+from responses_gateway.route import Route
 from responses_gateway.upstreams.anthropic import AnthropicUpstream
-from responses_gateway.upstreams.base import Route
 from tests.support.fake_anthropic import (
     FakeAnthropic,
     RecordedRequest,

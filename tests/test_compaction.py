@@ -14,8 +14,8 @@ import pytest
 from responses_gateway.compaction.history import SUMMARY_PREFIX
 from responses_gateway.compaction.step import SUMMARY_PROMPT
 from responses_gateway.config import Settings
+from responses_gateway.route import Route
 from responses_gateway.upstreams.anthropic import AnthropicUpstream
-from responses_gateway.upstreams.base import Route
 from tests.helpers import create, stream
 from tests.support import backends
 from tests.support import fake_anthropic as anth

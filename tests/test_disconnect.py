@@ -49,3 +49,11 @@ def test_client_leaving_before_the_upstream_answers_closes_the_upstream(gateway,
     upstream.enqueue(Stream(text_stream(["late"]), before_headers=30))
     _hang_up_after(gateway, {"model": "m", "input": "x", "stream": True}, 1.0)
     assert upstream.wait_disconnect(timeout=5), "the upstream kept the request open for nobody"
+
+
+def test_client_leaving_a_compaction_closes_the_upstream(gateway, upstream):
+    """POST /v1/responses/compact waits for a whole summary: the client leaving must stop it."""
+    upstream.enqueue(Stream(text_stream(["a summary"])[:2] + [Sleep(30)]))
+    with httpx.Client(base_url=gateway.url, timeout=1.0) as client, contextlib.suppress(httpx.ReadTimeout):
+        client.post("/v1/responses/compact", json={"model": "m", "input": "a long conversation"})
+    assert upstream.wait_disconnect(timeout=5), "the upstream kept summarising for nobody"

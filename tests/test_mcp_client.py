@@ -13,11 +13,11 @@ import time
 import pytest
 from mcp import types as mcp_types
 
-from responses_gateway.mcp.errors import MCPError
-from responses_gateway.mcp.results import result_to_text
-from responses_gateway.mcp.session import MCPSession
-from responses_gateway.mcp.urls import check_url, safe_url
-from responses_gateway.protocol.mcp_tool import MCPServer
+from responses_gateway.net.urls import check_url, safe_url
+from responses_gateway.tools.mcp.declaration import MCPServer
+from responses_gateway.tools.mcp.errors import MCPError
+from responses_gateway.tools.mcp.results import result_to_text
+from responses_gateway.tools.mcp.session import MCPSession
 from tests.support.mcp_oneshot import call_tool, list_tools
 from tests.support.mcp_server import CITIES
 

@@ -194,6 +194,26 @@ def test_terminal_output_wins():
     assert done.item == output[0]
 
 
+def test_terminal_items_match_streamed_ones_by_kind_order_and_name():
+    """A terminal `output` that renames a streamed call (new id and call_id) and leaves out an empty message
+    streamed before it (vLLM with a Qwen3.5 model): each item comes out once, under the ids first streamed."""
+    call = {"id": "aa26", "type": "function_call", "status": "in_progress", "call_id": "call_a5c5",
+            "name": "get_weather", "arguments": ""}
+    events = [
+        {"type": "response.created", "response": {"id": "r", "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}},
+        {"type": "response.output_item.added", "output_index": 1, "item": call},
+        {"type": "response.function_call_arguments.delta", "item_id": "aa26", "output_index": 1, "delta": "{}"},
+        {"type": "response.completed", "response": {"id": "r", "status": "completed", "output": [
+            {**call, "id": "fc_aa5f", "call_id": "chatcmpl-tool-8af8", "status": "completed", "arguments": "{}"}]}},
+    ]
+    evs = list(read_stream(to_chunks(events)))
+    done = sorted((e.output_index, e.item) for e in evs if e.type == "response.output_item.done")
+    assert [(index, i["type"], i["id"], i.get("call_id")) for index, i in done] == \
+        [(0, "message", "msg_1", None), (1, "function_call", "aa26", "call_a5c5")]
+
+
 def test_sequence_gap_is_not_waited_for_forever():
     chunks = text_response_stream([{"id": "m", "type": "message", "role": "assistant", "status": "completed",
                                     "content": [{"type": "output_text", "text": "abcdef", "annotations": [],

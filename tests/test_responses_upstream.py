@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import httpx
 import orjson
@@ -17,8 +18,8 @@ import pytest
 
 from responses_gateway.config import Settings
 from responses_gateway.protocol.reasoning import seal, unseal
+from responses_gateway.route import Route
 from responses_gateway.tokens import char_tokens, estimate
-from responses_gateway.upstreams.base import Route
 from responses_gateway.upstreams.responses import ResponsesUpstream, signature_tag, to_input
 from tests.helpers import create, stream
 from tests.support.fake_responses import (
@@ -586,6 +587,33 @@ def test_vllm_native_streams_come_out_once(kind):
         assert args == '{"location":"Paris"}' == final["output"][1]["arguments"]
 
 
+QWEN = load_recording(Path(__file__).parent / "data" / "recordings" / "vllm_responses"
+                      / "qwen35-responses-function-stream.yaml")
+QWEN_VARIANTS = [v for v in variants(QWEN) if v not in ENDS_EARLY]
+
+
+@pytest.mark.parametrize("variant", QWEN_VARIANTS)
+def test_vllm_qwen_function_call_comes_out_once(http, fake, variant):
+    """vLLM's /v1/responses with a Qwen3.5 model (issue 26): the call streams as `aa26…` / `call_a5c5…`,
+    after an empty message, and `response.completed` lists it as `fc_aa5f…` / `chatcmpl-tool-8af8…` without
+    the message. Final items are matched to streamed ones by kind, order and name: one call, under the
+    call_id the client saw streaming, whatever damage the stream also took (it came out twice)."""
+    streamed = [e for e in events_of(QWEN) if e["type"] == "response.output_item.added"]
+    streamed_call = streamed[-1]["item"]
+    fake.enqueue(Stream(damaged(QWEN, variant)))
+    body = {k: v for k, v in QWEN.request_body.items() if k != "stream"}
+    result = stream(http, body)
+    calls = [item for item in result.response["output"] if item["type"] == "function_call"]
+    assert [(c["call_id"], c["name"], c["arguments"]) for c in calls] == \
+        [(streamed_call["call_id"], "get_weather", '{"location": "Paris"}')]
+    added = [e["item"]["type"] for e in result.events if e["type"] == "response.output_item.added"]
+    assert added == [item["type"] for item in result.response["output"]]
+    assert added.count("function_call") == 1
+    started = [e["item"]["call_id"] for e in result.events
+               if e["type"] == "response.output_item.added" and e["item"]["type"] == "function_call"]
+    assert started == [streamed_call["call_id"]]
+
+
 # --------------------------------------------------------------------------- damaged streams
 
 
@@ -631,6 +659,36 @@ def test_damaged_call_input_gives_the_final_arguments_in_a_consistent_stream(htt
     usage = result.response["usage"]
     assert usage["output_tokens"] == char_tokens(len(paris) + len(rome))
     assert usage["input_tokens"] > 0 and usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+@pytest.mark.parametrize("final", ["output_item.done", "terminal", "none"])
+def test_done_arguments_that_are_not_json_lose_to_a_whole_version(http, fake, final):
+    """An upstream's `function_call_arguments.done` one character short (not JSON) while its deltas and its
+    final item are whole: the client never gets the broken arguments (they were passed on as they came)."""
+    whole, broken = '{"city":"Paris"}', '{"city":"Paris"'
+    item = {"id": "fc_0", "type": "function_call", "status": "in_progress", "call_id": "call_0",
+            "name": "get_weather", "arguments": ""}
+    done_item = {**item, "status": "completed", "arguments": whole}
+    empty = {"id": "r", "object": "response", "status": "in_progress", "output": [], "usage": None}
+    events = [
+        {"type": "response.created", "response": empty},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        *({"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_0", "delta": d}
+          for d in ('{"city":', '"Paris"}')),
+        {"type": "response.function_call_arguments.done", "output_index": 0, "item_id": "fc_0", "arguments": broken},
+    ]
+    if final == "output_item.done":
+        events.append({"type": "response.output_item.done", "output_index": 0, "item": done_item})
+    completed = {**empty, "status": "completed", "output": [done_item] if final == "terminal" else []}
+    events.append({"type": "response.completed", "response": completed})
+    fake.enqueue(Stream(to_chunks([{**e, "sequence_number": n} for n, e in enumerate(events)])))
+    result = stream(http, {"model": "m", "input": "Weather in Paris?", "tools": [
+        {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}]})
+    (call,) = [i for i in result.response["output"] if i["type"] == "function_call"]
+    assert call["arguments"] == whole
+    deltas = [e["delta"] for e in result.events if e["type"] == "response.function_call_arguments.delta"]
+    (done,) = [e for e in result.events if e["type"] == "response.function_call_arguments.done"]
+    assert "".join(deltas) == done["arguments"] == whole
 
 
 def test_missing_usage_is_estimated(http, fake):

@@ -590,7 +590,7 @@ def test_a_response_that_cannot_be_stored_fails(gw, web, upstream, monkeypatch):
         calls.append(1)
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(gw.app.state.store, "save", broken_save)
+    monkeypatch.setattr(gw.app.state.services.store, "save", broken_save)
     before = metric(web, "store_failures_total")
     upstream.enqueue(text_stream(["still ", "here"]), text_stream(["also here"]))
     result = stream(web, {"model": MODEL, "input": "hi"})  # requires one terminal event and [DONE]
@@ -604,12 +604,12 @@ def test_a_response_that_cannot_be_stored_fails(gw, web, upstream, monkeypatch):
     assert web.get(f"/v1/responses/{result.response['id']}").status_code == 404
 
     async def flaky_save(*args, **kwargs):  # one failure, then the real store
-        monkeypatch.setattr(gw.app.state.store, "save", real_save)
+        monkeypatch.setattr(gw.app.state.services.store, "save", real_save)
         raise RuntimeError("blip")
 
     monkeypatch.undo()
-    real_save = gw.app.state.store.save
-    monkeypatch.setattr(gw.app.state.store, "save", flaky_save)
+    real_save = gw.app.state.services.store.save
+    monkeypatch.setattr(gw.app.state.services.store, "save", flaky_save)
     upstream.enqueue(text_stream(["kept"]))
     kept = create(web, {"model": MODEL, "input": "hi"})
     assert kept["status"] == "completed"

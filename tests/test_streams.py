@@ -1,7 +1,17 @@
 """Scripted upstream streams through the real gateway: every shape a Chat Completions server sends."""
 
+import asyncio
+
 import orjson
 
+from responses_gateway import generation
+from responses_gateway.errors import UpstreamError
+from responses_gateway.protocol.items import normalize_input
+from responses_gateway.protocol.request import CreateResponse
+from responses_gateway.protocol.tools import normalize_tools
+from responses_gateway.route import Route
+from responses_gateway.upstreams.base import Call
+from responses_gateway.upstreams.registry import build_upstream
 from tests.helpers import create, stream
 from tests.support.fake_chat import (
     DROP,
@@ -264,3 +274,26 @@ def test_upstream_unreachable(gateway):
         resp = c.post("/v1/responses", json={"model": "m", "input": "x", "stream": True})
         assert resp.status_code == 502
         assert resp.json()["error"]["code"] == "upstream_unreachable"
+
+
+def test_tokens_sent_before_a_dropped_connection_reach_a_late_reader(upstream):
+    """The upstream sends two tokens and drops the connection before the gateway reads at all: both tokens
+    still come out of the stream, then the loss (aiohttp raises the loss and keeps them in its buffer)."""
+    async def read_late() -> tuple[str, bool]:
+        adapter = build_upstream(Route(kind="chat_completions", base_url=upstream.base_url))
+        req = CreateResponse(model="m", input="x")
+        stream_ = await adapter.open(Call(req, normalize_input(req.input), normalize_tools(None, None)))
+        await asyncio.sleep(0.5)  # the tokens and the connection's loss have both arrived by now
+        text, lost = "", False
+        try:
+            async for batch in stream_:
+                text += "".join(e.text for e in batch if isinstance(e, generation.TextDelta))
+        except UpstreamError:
+            lost = True
+        finally:
+            await stream_.aclose()
+            await adapter.close()
+        return text, lost
+
+    upstream.enqueue(Stream(text_stream(["Hel", "lo"])[:3] + [DROP]))
+    assert asyncio.run(read_late()) == ("Hello", True)

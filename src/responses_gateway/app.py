@@ -7,6 +7,7 @@ import contextlib
 import gc
 import logging
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.applications import Starlette
@@ -15,10 +16,13 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
-from . import logs, metrics, tracing
-from .api import conversations
-from .api.admission import Admission, AdmissionLimits
+from . import access, logs, metrics, tracing
+from .api import containers, conversations
+from .api import files as files_api
+from .api import vector_stores as vs_api
+from .api.admission import Admission
 from .api.auth import KeyAuth, start_owners
+from .api.body import BodyPace
 from .api.compact import compact_response
 from .api.errors import HANDLERS
 from .api.input_tokens import count_input_tokens
@@ -29,10 +33,17 @@ from .api.streaming import SERVER_SEND
 from .api.websocket import responses_websocket
 from .background import Background
 from .config import Settings
+from .door import Door, Limits
 from .routing import Router, Rule, load_rules
+from .services import Services, of
 from .shutdown import on_sigterm
 from .store import Store, open_store
+from .tools.code_interpreter import service as code_interpreter
+from .tools.kits import Toolbox
 from .upstreams.base import Upstream
+
+if TYPE_CHECKING:
+    from .tools.web_search.service import WebSearch
 
 log = logging.getLogger("responses_gateway")
 
@@ -59,6 +70,39 @@ def make_background(settings: Settings, store: Store) -> Background:
     return Background(settings, store, bus)
 
 
+def make_web_search(settings: Settings) -> WebSearch | None:
+    """The web search providers (docs/web-search.md), when the deployment configures any."""
+    from .tools.web_search.config import from_settings
+
+    config = from_settings(settings)
+    if config is None:
+        return None
+    from .tools.web_search.service import WebSearch
+
+    search = WebSearch(config)
+    log.info("web_search: %s", search.label)
+    return search
+
+
+def make_file_search(settings: Settings, store: Store | None) -> Any:
+    """file_search's per-process service (ingestion, vectors, search), when there is a store and the
+    `file-search` extra is installed; None otherwise (the tool is then unavailable, docs/file-search.md)."""
+    if store is None:
+        return None
+    try:
+        from .tools.file_search.service import FileSearch
+    except ImportError:
+        return None
+    import importlib.util
+
+    if any(importlib.util.find_spec(name) is None for name in ("numpy", "pypdf", "bpe_openai")):
+        log.warning("file_search is off: pip install 'responses-gateway[file-search]'")
+        return None
+    service = FileSearch(settings, store)
+    service.start()
+    return service
+
+
 def make_shared_limits(settings: Settings) -> SharedLimits | None:
     """With Redis, the per-key limits are kept there, so they hold across workers and replicas."""
     if not settings.redis_url or not (settings.key_max_in_flight > 0 or settings.key_requests_per_minute > 0):
@@ -76,6 +120,20 @@ async def purge_forever(store: Store, every: float = 3600.0, event_retention: fl
         await asyncio.sleep(every)
 
 
+async def sweep_files_forever(store: Store, every: float = 3600.0) -> None:
+    """Expired files (and the bytes of uploads that died) and expired vector stores are removed at startup
+    and then every hour."""
+    while True:
+        try:
+            swept = await store.purge_files()
+            stores = await store.purge_vector_stores()
+            if swept or stores:
+                log.info("expiry removed %d files and %d vector stores", swept, stores)
+        except Exception:
+            log.exception("file expiry sweep failed")
+        await asyncio.sleep(every)
+
+
 async def metrics_endpoint(request: Request) -> Response:
     return Response(metrics.render(), headers={"content-type": metrics.CONTENT_TYPE})
 
@@ -83,10 +141,11 @@ async def metrics_endpoint(request: Request) -> Response:
 async def health(request: Request) -> Response:
     """200 when the gateway can serve; 503 naming what is down. The database answers one trivial query
     within --health-db-timeout seconds (a stalled database makes stored requests fail, so it is down)."""
-    store = request.app.state.store
+    services = of(request.app)
+    store = services.store
     if store is None:
         return Response(b'{"status":"ok"}', media_type="application/json")
-    timeout = request.app.state.settings.health_db_timeout
+    timeout = services.settings.health_db_timeout
     # Not asyncio.timeout: a driver cancelled mid-query may wait on the stalled socket to clean up, so the
     # probe is left to finish (or fail) on its own and only the answer is bounded.
     ping = asyncio.ensure_future(store.ping())
@@ -106,15 +165,25 @@ async def health(request: Request) -> Response:
 
 
 async def list_models(request: Request) -> Response:
-    models = await request.app.state.router.list_models()
+    models = await of(request.app).router.list_models()
     return Response(orjson.dumps({"object": "list", "data": models}), media_type="application/json")
 
 
 class Gateway(Starlette):
     """The app, keeping the server's own `send` in the scope: a stream's body goes out through it, not
-    through starlette's wrappers (api/streaming.py)."""
+    through starlette's wrappers (api/streaming.py). With `access_log`, each HTTP request is served through
+    `access.served`, whose counting `send` is the one kept (access.py)."""
+
+    access_log = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.access_log and scope["type"] == "http":
+            await access.served(scope, receive, send, self._serve)
+            return
+        scope[SERVER_SEND] = send
+        await super().__call__(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope[SERVER_SEND] = send
         await super().__call__(scope, receive, send)
 
@@ -123,18 +192,27 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
     """`upstream`: serve every model from this adapter (tests); `router`: an already built router."""
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        app.state.settings = settings
-        app.state.router = live = router or make_router(settings, upstream)
-        app.state.store = store = make_store(settings)
-        purger = jobs = None
+        live = router or make_router(settings, upstream)
+        store = make_store(settings)
+        purger = jobs = sweeper = None
         if store is not None:
             await store.open()
             await store.upgrade()
             purger = asyncio.create_task(purge_forever(store, event_retention=settings.event_retention_hours * 3600))
+            sweeper = asyncio.create_task(sweep_files_forever(store))  # files (api/files.py)
             jobs = make_background(settings, store)
             await jobs.open()
-        app.state.background = jobs
-        app.state.owners = await start_owners(keys, settings.owner_secret, store)
+        owners = await start_owners(keys, settings.owner_secret, store)
+        web_search = make_web_search(settings)  # None: the web_search tool is unavailable
+        file_search = make_file_search(settings, store)  # file_search (docs/file-search.md)
+        # code_interpreter: containers of this process, the sandbox tried once (tools/code_interpreter/service.py)
+        interpreter, interpreter_problem = await code_interpreter.start(settings, store)
+        app.state.services = services = Services(
+            settings, live, door, store, jobs, owners, web_search=web_search, file_search=file_search,
+            code_interpreter=interpreter, code_interpreter_problem=interpreter_problem)
+        services.toolbox = Toolbox.for_services(services)  # the gateway-run tools this deployment can run
+        if interpreter_problem is not None:
+            services.toolbox = code_interpreter.refusing(services.toolbox, interpreter_problem)
         if shared is not None and keys and store is None and not settings.owner_secret:
             log.warning("per-key limits in Redis need the same owner secret in every process: without a "
                         "database, set --owner-secret, or each process limits its keys apart")
@@ -145,9 +223,17 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             if jobs is not None:
                 await jobs.drain(settings.drain_timeout)
                 await jobs.close()
+            if interpreter is not None:
+                await interpreter.close()
             if purger is not None:
                 purger.cancel()
+            if sweeper is not None:
+                sweeper.cancel()
+            if file_search is not None:
+                await file_search.close()
             await live.close()
+            if web_search is not None:
+                await web_search.aclose()
             if shared is not None:
                 await shared.close()
             if store is not None:
@@ -176,14 +262,56 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.get_item, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item,
                   methods=["DELETE"]),
+            # Files (api/files.py; docs/file-search.md)
+            Route("/v1/files", files_api.create_file, methods=["POST"]),
+            Route("/v1/files", files_api.list_files, methods=["GET"]),
+            Route("/v1/files/{file_id}", files_api.get_file, methods=["GET"]),
+            Route("/v1/files/{file_id}", files_api.delete_file, methods=["DELETE"]),
+            Route("/v1/files/{file_id}/content", files_api.file_content, methods=["GET"]),
+            # Vector stores (api/vector_stores.py; docs/file-search.md)
+            Route("/v1/vector_stores", vs_api.create_vector_store, methods=["POST"]),
+            Route("/v1/vector_stores", vs_api.list_vector_stores, methods=["GET"]),
+            Route("/v1/vector_stores/{vector_store_id}", vs_api.get_vector_store, methods=["GET"]),
+            Route("/v1/vector_stores/{vector_store_id}", vs_api.update_vector_store, methods=["POST"]),
+            Route("/v1/vector_stores/{vector_store_id}", vs_api.delete_vector_store, methods=["DELETE"]),
+            Route("/v1/vector_stores/{vector_store_id}/search", vs_api.search_vector_store, methods=["POST"]),
+            Route("/v1/vector_stores/{vector_store_id}/files", vs_api.create_vector_store_file, methods=["POST"]),
+            Route("/v1/vector_stores/{vector_store_id}/files", vs_api.list_vector_store_files, methods=["GET"]),
+            Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", vs_api.get_vector_store_file,
+                  methods=["GET"]),
+            Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", vs_api.update_vector_store_file,
+                  methods=["POST"]),
+            Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", vs_api.delete_vector_store_file,
+                  methods=["DELETE"]),
+            Route("/v1/vector_stores/{vector_store_id}/files/{file_id}/content", vs_api.vector_store_file_content,
+                  methods=["GET"]),
+            Route("/v1/vector_stores/{vector_store_id}/file_batches", vs_api.create_file_batch, methods=["POST"]),
+            Route("/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}", vs_api.get_file_batch,
+                  methods=["GET"]),
+            Route("/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/cancel", vs_api.cancel_file_batch,
+                  methods=["POST"]),
+            Route("/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/files", vs_api.list_file_batch_files,
+                  methods=["GET"]),
+            # the Containers API (code_interpreter's containers and their files)
+            Route("/v1/containers", containers.create_container, methods=["POST"]),
+            Route("/v1/containers", containers.list_containers, methods=["GET"]),
+            Route("/v1/containers/{container_id}", containers.get_container, methods=["GET"]),
+            Route("/v1/containers/{container_id}", containers.delete_container, methods=["DELETE"]),
+            Route("/v1/containers/{container_id}/files", containers.create_file, methods=["POST"]),
+            Route("/v1/containers/{container_id}/files", containers.list_files, methods=["GET"]),
+            Route("/v1/containers/{container_id}/files/{file_id}", containers.get_file, methods=["GET"]),
+            Route("/v1/containers/{container_id}/files/{file_id}", containers.delete_file, methods=["DELETE"]),
+            Route("/v1/containers/{container_id}/files/{file_id}/content", containers.get_file_content,
+                  methods=["GET"]),
         ],
         exception_handlers=HANDLERS,
         lifespan=lifespan,
     )
+    app.access_log = settings.access_log
     keys = settings.load_api_keys()
     shared = make_shared_limits(settings)
-    app.add_middleware(Admission, limits=AdmissionLimits(settings.max_in_flight, settings.key_max_in_flight,
-                                                         settings.key_requests_per_minute), shared=shared)
+    door = Door(Limits.of(settings), shared)
+    app.add_middleware(Admission, door=door, pace=BodyPace(settings.min_body_rate, settings.body_rate_grace))
     app.add_middleware(KeyAuth, keys=keys)  # added last, so it runs first: Admission knows the owner
     return app
 

@@ -26,16 +26,16 @@ import time
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
-from . import metrics
 from .composer import Composer
 from .errors import APIError
-from .eventlog import ACTIVE, Ended, LiveLog, follow_db, is_terminal
-from .pipeline import store_final
+from .eventlog import ACTIVE, Ended, LiveLog, follow_db
+from .pipeline import GATEWAY_FAILED, Cancelled, Ending, Failed, NotEnded, end
 from .respond import Started
-from .sse import encode
+from .sse import encode, is_terminal
 
 if TYPE_CHECKING:
     from .config import Settings
+    from .door import Ticket
     from .redisbus import RedisBus
     from .store import Store
 
@@ -57,9 +57,10 @@ class _Stop(Exception):
 class Job:
     """One background response running in this process."""
 
-    def __init__(self, manager: Background, started: Started):
+    def __init__(self, manager: Background, started: Started, ticket: Ticket | None = None):
         self.manager = manager
         self.started = started
+        self.ticket = ticket  # the request's admission (door.py), held until the response ends
         self.id: str = started.final["id"]
         self.log = LiveLog()
         self.flushed = 0  # frames already in the database
@@ -122,22 +123,21 @@ class Job:
                 await self._end_early()
         finally:
             self.log.close()
+            if self.ticket is not None:
+                await self.ticket.release()
             await self.manager.finished(self)
 
     async def _end_early(self) -> None:
-        composer = self.started.composer
-        if composer.closed:
-            return
+        how: Ending
         if self.stop_reason == "cancel":
-            events = composer.cancel()
+            how = Cancelled()
         elif self.stop_reason == "shutdown":
-            events = composer.fail("server_shutting_down", SHUTDOWN_MESSAGE)
+            how = Failed("server_shutting_down", SHUTDOWN_MESSAGE)
         else:
-            events = composer.fail("server_error", "The gateway failed while processing the response.")
-        if self.started.on_final is not None:
-            events = await store_final(composer, events, self.started.on_final)
-        metrics.responses.labels(status=composer.final["status"]).inc()
-        await self.publish(events)
+            how = Failed("server_error", GATEWAY_FAILED)
+        events = await end(self.started.composer, how, self.started.on_final, self.started.seen)
+        if events:
+            await self.publish(events)
 
 
 class Background:
@@ -196,11 +196,12 @@ class Background:
                                 f"{self.settings.max_background}); retry when one has finished.",
                            type="requests", code="rate_limit_exceeded")
 
-    async def submit(self, started: Started) -> dict[str, Any]:
-        """Store the queued response and start its job; returns the queued response."""
+    async def submit(self, started: Started, ticket: Ticket | None = None) -> dict[str, Any]:
+        """Store the queued response and start its job, which holds `ticket` (the request's admission) until
+        the response ends; returns the queued response."""
         queued = dict(started.final)
         await self.store.queue(queued, started.owner, self.worker, _ms() + int(self.settings.lease_timeout * 1000))
-        job = Job(self, started)
+        job = Job(self, started, ticket)
         self.jobs[job.id] = job
         self.idle.clear()
         job.task = asyncio.create_task(job.run(), name=f"background {job.id}")
@@ -338,11 +339,20 @@ class Background:
             if self.bus is not None:
                 last = max(last, await self.bus.last(rid))
             composer = Composer.resume(body, last + 1)
-            events = composer.cancel() if cancel else composer.fail("server_error", LOST_MESSAGE)
-            if not await self.store.abandon(composer.stored(), now):
-                continue  # another replica was first
+
+            async def abandon(final: dict[str, Any], composer: Composer = composer, rid: str = rid) -> None:
+                try:
+                    claimed = await self.store.abandon(composer.stored(), now)
+                except Exception as exc:  # still active in the store: the next reap tries again
+                    log.warning("response %s: storing it as ended failed: %s", rid, exc)
+                    raise NotEnded from None
+                if not claimed:
+                    raise NotEnded  # another replica was first
+
+            events = await end(composer, Cancelled() if cancel else Failed("server_error", LOST_MESSAGE), abandon)
+            if not events:
+                continue
             log.warning("response %s: its replica's lease expired; stored as %s", rid, composer.final["status"])
-            metrics.responses.labels(status=composer.final["status"]).inc()
             frames = [encode(e) for e in events]
             await self.store.append_events([(rid, last + 1, last + len(frames), b"".join(frames).decode())])
             if self.bus is not None:

@@ -31,6 +31,38 @@ BACKGROUND_FLAGS = (
     ("--redis-event-ttl", float, "seconds a Redis event stream lives after its last event"),
 )
 
+# Files and file_search (docs/file-search.md): flag, type, meaning.
+FILE_SEARCH_FLAGS = (
+    ("--max-file-bytes", int, "largest file POST /v1/files accepts (413 beyond)"),
+    ("--file-quota-bytes", int, "bytes of files one API key may keep, 0 for no quota (413 beyond)"),
+    ("--embeddings-model", str, "embedding model for file_search; without one, search is keyword-only"),
+    ("--embeddings-url", str, "OpenAI-compatible base URL serving /embeddings (default: the upstream's)"),
+    ("--embeddings-api-key", str, "bearer token for --embeddings-url (default: the upstream's key)"),
+    ("--embeddings-batch", int, "texts per embeddings request"),
+    ("--embeddings-timeout", float, "seconds per embeddings request"),
+    ("--ingest-workers", int, "files ingested at once per process"),
+    ("--max-pdf-pages", int, "pages read from one PDF (more: the file fails)"),
+    ("--max-extracted-chars", int, "characters of text one file may yield (more: the file fails)"),
+    ("--file-search-timeout", float, "seconds one file_search call may take"),
+)
+
+
+# The code interpreter (docs/code-interpreter.md): flag, type, meaning.
+CODE_INTERPRETER_FLAGS = (
+    ("--code-interpreter-dir", str, "directory on this host for the containers' /mnt/data (default: under the "
+                                    "system's temporary directory)"),
+    ("--code-interpreter-uid", int, "unprivileged host uid the code runs as when the gateway runs as root"),
+    ("--code-interpreter-timeout", float, "wall seconds one call may run (then it is interrupted)"),
+    ("--code-interpreter-max-memory", str, "the largest memory_limit a container may ask for (1g, 4g, 16g, 64g)"),
+    ("--code-interpreter-processes", int, "processes and threads one container may run at once"),
+    ("--code-interpreter-output-bytes", int, "output kept per call (a marker says how much more there was)"),
+    ("--code-interpreter-disk-bytes", int, "bytes a container's /mnt/data may hold"),
+    ("--code-interpreter-file-bytes", int, "largest file kept as a container file (in the database)"),
+    ("--code-interpreter-idle-minutes", int, "minutes of inactivity after which a container expires"),
+    ("--code-interpreter-key-containers", int, "running containers per API key"),
+    ("--code-interpreter-max-live", int, "containers with a live interpreter in this process"),
+)
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="responses-gateway", description="The OpenAI Responses API for any model.")
@@ -77,6 +109,8 @@ def _parser() -> argparse.ArgumentParser:
     edge_flags: list[tuple[str, type, str, str]] = [
         ("--header-timeout", float, "30", "seconds a client has to send a request's headers"),
         ("--body-timeout", float, "60", "seconds a client has to send a request's body"),
+        ("--min-body-rate", float, "500", "bytes a second a request's body must average after its grace (0 = off)"),
+        ("--body-rate-grace", float, "10", "seconds a request's body may take before --min-body-rate applies"),
         ("--keep-alive-timeout", float, "5", "seconds an idle keep-alive connection is kept"),
         ("--max-connections", int, "0 = 3/4 of the open-file limit", "open client connections per process"),
         ("--max-in-flight", int, "512", "requests in flight per process (429 beyond)"),
@@ -91,6 +125,9 @@ def _parser() -> argparse.ArgumentParser:
                             "on when that variable is set]")
     serve.add_argument("--log-format", choices=("text", "json"),
                        help=f"json: one object per line with the response id [{ENV['log_format']}; default text]")
+    serve.add_argument("--access-log", action="store_true", default=None,
+                       help="one line per request (status, bytes, time, response id), and per WebSocket "
+                            f"connection opened and closed [{ENV['access_log']}; default off]")
     add_check_arguments(sub.add_parser("check", help="check a Responses API endpoint's conformance (docs/check.md)"))
     for command in (serve, _db(sub)):
         command.add_argument("--db", metavar="URL",
@@ -119,6 +156,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="MCP hosts admitted although loopback/private (host, host:port, IP or CIDR) "
                             f"[{ENV['mcp_allow_hosts']}]")
     serve.add_argument("--mcp-timeout", type=float, help=f"seconds per MCP call [{ENV['mcp_timeout']}; default 60]")
+    _web_search_flags(serve)
     serve.add_argument("--max-tool-rounds", type=int,
                        help=f"cap on model/tool rounds in one response [{ENV['max_tool_rounds']}; default 16]")
     serve.add_argument("--compaction-key", metavar="K1,K2",
@@ -139,7 +177,52 @@ def _parser() -> argparse.ArgumentParser:
     for flag, kind, what in BACKGROUND_FLAGS:
         name = flag[2:].replace("-", "_")
         serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {getattr(Settings, name):g}]")
+    for flag, kind, what in FILE_SEARCH_FLAGS:
+        name = flag[2:].replace("-", "_")
+        default = getattr(Settings, name)
+        shown = "none" if default is None else default
+        serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {shown}]")
+    serve.add_argument("--code-interpreter", choices=CHOICES["code_interpreter"],
+                       help="the code_interpreter tool: auto (in bubblewrap where this machine allows it, else "
+                            "the tool is refused with a 400 saying why), bubblewrap (the same, but the gateway "
+                            f"does not start without it) or off [{ENV['code_interpreter']}; default auto]")
+    for flag, kind, what in CODE_INTERPRETER_FLAGS:
+        name = flag[2:].replace("-", "_")
+        default = getattr(Settings, name)
+        serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}"
+                                                 + (f"; default {default}]" if default is not None else "]"))
+    serve.add_argument("--public-url", metavar="URL",
+                       help="the gateway's address as clients reach it, for URLs it hands out (code interpreter "
+                            f"images); default: URLs relative to the gateway [{ENV['public_url']}]")
     return parser
+
+
+def _web_search_flags(serve: argparse.ArgumentParser) -> None:
+    """Web search (docs/web-search.md). Keys are best given through their environment variables."""
+    serve.add_argument("--web-search", metavar="KIND=URL,...",
+                       help="search providers for the web_search tool, a fallback chain: searxng=URL, brave, "
+                            f"tavily, exa (their public API unless =URL), mcp=URL[#tool] [{ENV['web_search']}]")
+    for kind in ("brave", "tavily", "exa"):
+        serve.add_argument(f"--{kind}-api-key", metavar="KEY",
+                           help=f"{kind.capitalize()} API key; prefer the variable [{ENV[kind + '_api_key']}]")
+    serve.add_argument("--web-search-mcp-key", metavar="KEY",
+                       help=f"bearer token for the mcp search provider [{ENV['web_search_mcp_key']}]")
+    serve.add_argument("--web-search-allow-domains", metavar="D1,D2",
+                       help="web search results and pages from these domains (and subdomains) only "
+                            f"[{ENV['web_search_allow_domains']}]")
+    serve.add_argument("--web-search-deny-domains", metavar="D1,D2",
+                       help=f"never results or pages from these domains [{ENV['web_search_deny_domains']}]")
+    for flag, number, default, what in (
+            ("--web-search-rate", float, "5", "requests per second to each provider (0: unlimited)"),
+            ("--web-search-cache-ttl", float, "600", "seconds a provider's results are cached (0: off)"),
+            ("--web-search-timeout", float, "10", "seconds per provider request"),
+            ("--web-fetch-timeout", float, "15", "seconds to fetch a page, redirects included"),
+            ("--web-fetch-max-bytes", int, "8388608", "bytes of a page read (a larger one is cut)")):
+        name = flag[2:].replace("-", "_")
+        serve.add_argument(flag, type=number, help=f"{what} [{ENV[name]}; default {default}]")
+    serve.add_argument("--web-fetch-allow-hosts", metavar="H1,H2",
+                       help="page hosts admitted although loopback/private (host, host:port, IP or CIDR) "
+                            f"[{ENV['web_fetch_allow_hosts']}]")
 
 
 def _db(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -176,6 +259,7 @@ def db_command(settings: Settings, action: str) -> None:
     import asyncio
 
     from .app import make_store
+    from .startup import database_failed
 
     store = make_store(settings)
     if store is None:
@@ -195,31 +279,45 @@ def db_command(settings: Settings, action: str) -> None:
         finally:
             await store.close()
 
-    print(asyncio.run(go()))
+    try:
+        print(asyncio.run(go()))
+    except Exception as exc:  # the database's failure, said in one line (startup.database_failed)
+        sys.exit(database_failed(store.label, exc))
 
 
 def serve(settings: Settings) -> None:
+    import asyncio
+
     import uvicorn
 
-    from .app import configure_edge, create_app, freeze_startup, make_router
+    from .app import configure_edge, create_app, freeze_startup, make_router, make_store
+    from .startup import check_upstreams, database_failed, listen, ready_store
 
     logs.setup(settings.log_level, settings.log_format)
     try:
         router = make_router(settings)
     except (OSError, ValueError) as exc:
         sys.exit(f"responses-gateway: {exc}")
+    if tracing.wanted(settings.otel) and not tracing.installed():  # one clear error, not one per worker
+        sys.exit("responses-gateway: tracing needs the otel extra: pip install 'responses-gateway[otel]'")
+    store = make_store(settings)
+    if store is not None:
+        try:
+            asyncio.run(ready_store(store))
+        except Exception as exc:  # one line, not the server's startup traceback
+            sys.exit(database_failed(store.label, exc))
+    asyncio.run(check_upstreams(router))
+    sock = listen(settings.host, settings.port)
     log.info("responses-gateway %s listening on http://%s:%d", __version__, settings.host, settings.port)
     if settings.config:
         for line in router.labels:
             log.info("route: %s", line)
     else:
         log.info("upstream: %s", router.upstreams[0].label)
-    if settings.db == "none":
+    if store is None:
         log.info("store: none (responses are not kept)")
     else:
-        from .store import open_store
-
-        log.info("store: %s, retention %g days", open_store(settings.db).label, settings.retention_days)
+        log.info("store: %s, retention %g days", store.label, settings.retention_days)
     if settings.redis_url:
         shared = " and per-key limits" if settings.key_max_in_flight or settings.key_requests_per_minute else ""
         log.info("background responses%s: Redis %s", shared, settings.redis_url.split("@")[-1])  # no password
@@ -228,15 +326,15 @@ def serve(settings: Settings) -> None:
     if any(rule.route.kind == "demo" for rule in router.rules):
         log.warning("DEMO MODE: answers come from a scripted demo model, not a real one. "
                     "Use --upstream URL to serve a real model server.")
+    # uvicorn's own lines go to our handler (no log_config of its own): one format for every line.
     common: dict[str, Any] = dict(host=settings.host, port=settings.port, log_level=settings.log_level,
-                                  access_log=False, **({"log_config": None} if settings.log_format == "json" else {}),
+                                  access_log=False, log_config=None,
                                   timeout_graceful_shutdown=settings.drain_timeout + 5, **settings.server_options(),
                                   timeout_keep_alive=settings.keep_alive_timeout,
                                   http="responses_gateway.edge:EdgeProtocol")
-    if tracing.wanted(settings.otel) and not tracing.installed():  # one clear error, not one per worker
-        sys.exit("responses-gateway: tracing needs the otel extra: pip install 'responses-gateway[otel]'")
     if settings.workers > 1:
-        # Each worker builds its own app from the environment (and sets its own tracing up).
+        # Each worker builds its own app from the environment (and sets its own tracing up), and serves the
+        # socket bound here.
         if settings.owner_secret is None and settings.db == "none":
             # No database to keep a shared one: one secret for this serve's workers, so an API key is the same
             # owner in each of them (per-key limits in Redis count it once).
@@ -245,15 +343,27 @@ def serve(settings: Settings) -> None:
             value = getattr(settings, name)
             if value is not None:
                 os.environ[var] = str(value)
-        with metrics_dir():
-            uvicorn.run("responses_gateway.app:app_from_env", factory=True, workers=settings.workers, **common)
+        from uvicorn.supervisors import Multiprocess
+
+        config = uvicorn.Config("responses_gateway.app:app_from_env", factory=True, workers=settings.workers,
+                                **common)
+        try:
+            supervisor = Multiprocess(config, sockets=[sock])
+        except TypeError:  # uvicorn before the supervisor took the target from the config
+            supervisor = Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock])  # type: ignore[call-arg]
+        with metrics_dir(), contextlib.suppress(KeyboardInterrupt):
+            supervisor.run()
     else:
         configure_edge(settings)
         if tracing.wanted(settings.otel):
             tracing.setup()
         app = create_app(settings, router=router)
         freeze_startup()
-        uvicorn.run(app, **common)
+        server = uvicorn.Server(uvicorn.Config(app, **common))
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run(sockets=[sock])
+        if not server.started:
+            sys.exit(3)  # the app failed to start (its error is logged): uvicorn's exit code for that
 
 
 @contextlib.contextmanager

@@ -3,18 +3,26 @@
 It owns ids, output_index / content_index, sequence_number, the .added/.delta/.done pairing and the one
 terminal event. Nothing else in the gateway builds Responses events. Event dicts are built directly (no
 model validation per token) and encoded once by the sink.
+
+Gateway-run tools (tools/frame.py) take part through a public API — `use` (a tool's runner), `annotate` (its
+citations), `take_pending`, `call_events`, `end_call`, `add_item` — and never touch the composer's state:
+a tool says what its item looks like and which events of its own it wants; the composer numbers and orders.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from . import generation as g
 from .ids import new_id
 from .protocol.reasoning import seal
+
+if TYPE_CHECKING:
+    from .tools.frame import Annotator, Runner, Spec
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
@@ -37,12 +45,16 @@ def response_error_code(code: str | None) -> str:
     return "server_error"
 
 
-class _Item:
-    """An open output item: its dict (as in the final output) and the buffer of its current part."""
+class OpenItem:
+    """An output item while it is open: its dict (as in the final output) and the buffer of its current part.
 
-    __slots__ = ("kind", "item", "index", "id", "part", "buf", "logprobs", "signature")
+    Gateway-run tools see the items of their calls as this: `item` (the dict to fill in), `id`, `index`,
+    `arguments` (the model's arguments so far) and `scratch` (a slot of the tool's own, e.g. a decoder)."""
 
-    def __init__(self, kind: str, item: dict[str, Any], index: int):
+    __slots__ = ("kind", "item", "index", "id", "part", "buf", "logprobs", "signature", "runner", "scratch",
+                 "annotations", "sent", "done")
+
+    def __init__(self, kind: str, item: dict[str, Any], index: int, runner: Runner | None = None):
         self.kind = kind
         self.item = item
         self.index = index
@@ -51,6 +63,15 @@ class _Item:
         self.buf: list[str] = []
         self.logprobs: list[Any] | None = None
         self.signature: str | None = None
+        self.runner = runner  # the gateway-run tool that makes this item, if any
+        self.scratch: Any = None
+        self.annotations: list[dict[str, Any]] = []  # of the open output_text part (with annotators)
+        self.sent = 0  # characters of the open output_text part sent (with annotators)
+        self.done = False  # its output_item.done went out (gateway-run items)
+
+    @property
+    def arguments(self) -> str:
+        return "".join(self.buf)
 
 
 class Composer:
@@ -63,15 +84,18 @@ class Composer:
         # Vercel AI SDK show only summaries); otherwise as raw `reasoning_text` content, as OpenAI does.
         self.reasoning_part = "summary_text" if reasoning_summary else "reasoning_text"
         self.seq = 0
-        self.output: list[dict[str, Any]] = []
-        self.text_item: _Item | None = None  # the open message or reasoning item
-        self.calls: dict[int | str, _Item] = {}  # upstream key -> open tool-call item
+        self.output: list[dict[str, Any]] = []  # the items in full, as stored (`final` shows what `shown` lets)
+        self.text_item: OpenItem | None = None  # the open message or reasoning item
+        self.calls: dict[int | str, OpenItem] = {}  # upstream key -> open tool-call item
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
         self.closed = False
-        self.pending: list[_Item] = []  # MCP calls whose arguments are complete, awaiting execution
+        self.pending: list[OpenItem] = []  # gateway-run calls whose arguments are complete, awaiting execution
         self.sealed: dict[str, str] = {}  # reasoning item id -> encrypted content kept for storage only
         self.captured: list[str] | None = None  # a compaction summary being written (see capture)
+        self.runners: dict[str, Runner] = {}  # gateway-run tools of this response, by kit name
+        self.annotators: tuple[Annotator, ...] = ()  # citations of the answer text
+        self.shown: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # a gateway item as the client sees it
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -106,7 +130,8 @@ class Composer:
             if kind is g.TextDelta:
                 text = ev.text
                 item = self.text_item
-                if item is not None and item.part == "output_text" and text and not ev.logprobs:
+                if item is not None and item.part == "output_text" and text and not ev.logprobs \
+                        and not self.annotators:
                     # most tokens: more text for the open output_text part (what _text does, inline)
                     item.buf.append(text)
                     seq = self.seq
@@ -122,12 +147,13 @@ class Composer:
                 call = self.calls.get(ev.key)
                 if call is not None and ev.text:
                     call.buf.append(ev.text)
-                    if call.kind == "tool_search" or call.kind == "mcp_approval":
-                        continue  # no delta events: the arguments arrive whole in output_item.done
-                    out.append({
-                        "type": _ARGS_DELTA[call.kind], "sequence_number": self._next(),
-                        "item_id": call.id, "output_index": call.index, "delta": ev.text,
-                    })
+                    if call.runner is not None:
+                        self._specs(out, call, call.runner.delta(call, ev.text))
+                    elif call.kind != "tool_search":  # tool_search: the arguments arrive whole in .done
+                        out.append({
+                            "type": _ARGS_DELTA[call.kind], "sequence_number": self._next(),
+                            "item_id": call.id, "output_index": call.index, "delta": ev.text,
+                        })
             elif kind is g.ToolCallStart:
                 self._start_call(out, ev)
             elif kind is g.RefusalDelta:
@@ -199,11 +225,13 @@ class Composer:
         return self.response
 
     def stored(self) -> dict[str, Any]:
-        """The final response as it is stored: with the encrypted reasoning the client did not ask to see."""
-        if not self.sealed:
+        """The final response as it is stored: every item in full (what a gateway-run tool shows a client only
+        when `include` asks), with the encrypted reasoning the client did not ask to see."""
+        if not self.sealed and self.response["output"] is self.output:
             return self.response
-        output = [{**item, "encrypted_content": self.sealed[item["id"]]} if item.get("id") in self.sealed
-                  else item for item in self.response["output"]]
+        sealed = self.sealed
+        output = [{**item, "encrypted_content": sealed[item["id"]]} if item.get("id") in sealed else item
+                  for item in self.output]
         return {**self.response, "output": output}
 
     # -- compaction: a summary written by the upstream, emitted as one sealed item -----------------------
@@ -237,63 +265,62 @@ class Composer:
                     "output_index": item.index, "item": item.item})
         return out
 
-    # -- gateway-executed tools (MCP): a response of several upstream steps --------------------------------
+    # -- gateway-run tools (tools/frame.py): a response of several upstream steps -----------------------
+
+    def use(self, name: str, runner: Runner) -> None:
+        """Calls that adapters mark as run by kit `name` make their items through `runner`."""
+        self.runners[name] = runner
+        annotator = runner.annotator()
+        if annotator is not None:
+            self.annotators = (*self.annotators, annotator)
+
+    def show(self, shown: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """`shown`: a gateway-run tool's item as the client sees it (what `include` leaves out is stored only)."""
+        self.shown = shown
 
     def next_step(self) -> None:
         """Another upstream step of the same response: output indexes and sequence numbers continue."""
         self.finish_reason = None
 
-    def take_pending(self) -> list[_Item]:
+    def take_pending(self) -> list[OpenItem]:
+        """The gateway-run calls whose arguments are whole, to be run now (each stays open until `end_call`)."""
         pending, self.pending = self.pending, []
         return pending
 
-    def mcp_result(self, call: _Item, output: str | None, error: str | dict[str, Any] | None) -> list[dict[str, Any]]:
-        """`error`: a message (the gateway could not run the call) or OpenAI's error object as given."""
-        if isinstance(error, str):
-            error = {"type": "mcp_protocol_error", "code": -32000, "message": error}
-        item = call.item
-        ok = error is None
-        item["output"] = output
-        item["error"] = error
-        item["status"] = "completed" if ok else "failed"
-        return [
-            {"type": "response.mcp_call.completed" if ok else "response.mcp_call.failed",
-             "sequence_number": self._next(), "item_id": call.id, "output_index": call.index},
-            {"type": "response.output_item.done", "sequence_number": self._next(), "output_index": call.index,
-             "item": item},
-        ]
-
-    def list_tools_started(self, server_label: str) -> tuple[_Item, list[dict[str, Any]]]:
+    def call_events(self, call: OpenItem, specs: Sequence[Spec]) -> list[dict[str, Any]]:
+        """Events about an open gateway-run item (`response.web_search_call.searching`, ...)."""
         out: list[dict[str, Any]] = []
-        item = self._add_item(out, "mcp_list_tools", {"id": new_id("mcpl"), "type": "mcp_list_tools",
-                                                      "server_label": server_label, "tools": []})
-        out.append({"type": "response.mcp_list_tools.in_progress", "sequence_number": self._next(),
-                    "item_id": item.id, "output_index": item.index})
-        return item, out
+        self._specs(out, call, specs)
+        return out
 
-    def list_tools_done(self, item: _Item, tools: list[dict[str, Any]] | None, error: str | None) -> list[dict[str, Any]]:
-        if error is None:
-            item.item["tools"] = tools or []
-        else:
-            item.item["error"] = error
-        return [
-            {"type": "response.mcp_list_tools.completed" if error is None else "response.mcp_list_tools.failed",
-             "sequence_number": self._next(), "item_id": item.id, "output_index": item.index},
-            {"type": "response.output_item.done", "sequence_number": self._next(), "output_index": item.index,
-             "item": item.item},
-        ]
-
-    def mcp_call_added(self, server_label: str, name: str, arguments: str,
-                       approval_request_id: str | None = None) -> tuple[_Item, list[dict[str, Any]]]:
-        """An MCP call the gateway runs without the model asking now (an approved request)."""
+    def end_call(self, call: OpenItem, status: str | None, specs: Sequence[Spec] = ()) -> list[dict[str, Any]]:
+        """A gateway-run item is finished: its `status` (None: the item has none), its own events, then
+        `response.output_item.done`."""
+        if status is not None:
+            call.item["status"] = status
         out: list[dict[str, Any]] = []
-        call = self._add_item(out, "mcp", _mcp_item(server_label, name, arguments, approval_request_id))
-        base = {"item_id": call.id, "output_index": call.index}
-        out.append({"type": "response.mcp_call.in_progress", "sequence_number": self._next(), **base})
-        out.append({"type": "response.mcp_call_arguments.delta", "sequence_number": self._next(), **base,
-                    "delta": arguments})
-        out.append({"type": "response.mcp_call_arguments.done", "sequence_number": self._next(), **base,
-                    "arguments": arguments})
+        self._specs(out, call, specs)
+        self._item_done(out, call)
+        return out
+
+    def fail_call(self, call: OpenItem, message: str) -> list[dict[str, Any]]:
+        """A gateway-run call that did not run or did not finish: closed as its tool says a failure looks."""
+        if call.runner is None:
+            raise ValueError("fail_call is for gateway-run calls")
+        status, specs = call.runner.failed(call, message)
+        return self.end_call(call, status, specs)
+
+    def add_item(self, name: str, item: dict[str, Any], specs: Sequence[Spec] = (), *,
+                 run: bool = False) -> tuple[OpenItem, list[dict[str, Any]]]:
+        """An item the gateway adds without the model asking (an MCP tool listing, a call the client
+        approved): `output_item.added`, then `specs`. It stays open until `end_call`; with `run`, the tool
+        loop runs it (`take_pending`) like a call the model made."""
+        out: list[dict[str, Any]] = []
+        self._close_text(out, "completed")
+        call = self._add_item(out, "gateway", item, self.runners.get(name))
+        self._specs(out, call, specs)
+        if run:
+            self.pending.append(call)
         return call, out
 
     def _usage(self, ev: g.Usage) -> None:
@@ -323,7 +350,8 @@ class Composer:
         snapshot["output"] = []
         return {"type": kind, "sequence_number": self._next(), "response": snapshot}
 
-    def _add_item(self, out: list[dict[str, Any]], kind: str, item: dict[str, Any]) -> _Item:
+    def _add_item(self, out: list[dict[str, Any]], kind: str, item: dict[str, Any],
+                  runner: Runner | None = None) -> OpenItem:
         index = len(self.output)
         self.output.append(item)
         added = dict(item)
@@ -332,7 +360,18 @@ class Composer:
                 added[key] = []
         out.append({"type": "response.output_item.added", "sequence_number": self._next(),
                     "output_index": index, "item": added})
-        return _Item(kind, item, index)
+        return OpenItem(kind, item, index, runner)
+
+    def _specs(self, out: list[dict[str, Any]], call: OpenItem, specs: Sequence[Spec]) -> None:
+        for kind, fields in specs:
+            out.append({"type": kind, "sequence_number": self._next(), "item_id": call.id,
+                        "output_index": call.index, **fields})
+
+    def _item_done(self, out: list[dict[str, Any]], item: OpenItem) -> None:
+        item.done = True
+        shown = self.shown
+        out.append({"type": "response.output_item.done", "sequence_number": self._next(),
+                    "output_index": item.index, "item": item.item if shown is None else shown(item.item)})
 
     def _text(self, out: list[dict[str, Any]], part: str, text: str, logprobs: list[Any] | None) -> None:
         item = self.text_item
@@ -345,6 +384,9 @@ class Composer:
         if item.part != part:
             self._close_part(out, item)
             self._open_part(out, item, part)
+        if part == "output_text" and self.annotators:
+            self._annotated(out, item, text, logprobs, None)
+            return
         item.buf.append(text)
         seq = self._next()
         if part == "output_text":
@@ -358,6 +400,33 @@ class Composer:
             out.append({"type": "response.refusal.delta", "sequence_number": seq, "item_id": item.id,
                         "output_index": item.index, "content_index": len(item.item["content"]),
                         "delta": text})
+
+    def _annotated(self, out: list[dict[str, Any]], item: OpenItem, text: str, logprobs: list[Any] | None,
+                   flushing: bool | None) -> None:
+        """Output text through the response's annotators (citations): what they let through goes out as a
+        delta, then each annotation that became complete. `flushing`: the part is closing (all is let out)."""
+        notes: list[dict[str, Any]] = []
+        for annotator in self.annotators:
+            if flushing:
+                held, more = annotator.flush(item.sent)
+                text += held
+            else:
+                text, more = annotator.feed(text, item.sent)
+            notes += more
+        if text:
+            item.buf.append(text)
+            item.sent += len(text)
+            lp = logprobs if (logprobs and self.want_logprobs) else []
+            if lp and item.logprobs is not None:
+                item.logprobs.extend(lp)
+            out.append({"type": "response.output_text.delta", "sequence_number": self._next(), "item_id": item.id,
+                        "output_index": item.index, "content_index": len(item.item["content"]),
+                        "delta": text, "logprobs": lp})
+        for note in notes:
+            out.append({"type": "response.output_text.annotation.added", "sequence_number": self._next(),
+                        "item_id": item.id, "output_index": item.index, "content_index": len(item.item["content"]),
+                        "annotation_index": len(item.annotations), "annotation": note})
+            item.annotations.append(note)
 
     def _reasoning(self, out: list[dict[str, Any]], ev: g.ReasoningDelta) -> None:
         item = self.text_item
@@ -382,39 +451,40 @@ class Composer:
 
     def _start_call(self, out: list[dict[str, Any]], ev: g.ToolCallStart) -> None:
         self._close_text(out, "completed")
+        runner = self.runners.get(ev.runner) if ev.runner is not None else None
         item: dict[str, Any]
-        if ev.kind == "custom":
+        kind: str = ev.kind
+        if runner is not None:
+            item, kind = runner.item(ev), "gateway"
+        elif ev.kind == "custom":
             item = {"id": new_id("ctc"), "type": "custom_tool_call", "status": "in_progress",
                     "call_id": ev.call_id, "name": ev.name, "input": ""}
         elif ev.kind == "tool_search":
             item = {"id": new_id("tsc"), "type": "tool_search_call", "status": "in_progress",
                     "call_id": ev.call_id, "execution": "client", "arguments": {}}
-        elif ev.kind == "mcp":
-            item = _mcp_item(ev.namespace, ev.name, "")
-        elif ev.kind == "mcp_approval":
-            item = {"id": new_id("mcpr"), "type": "mcp_approval_request", "server_label": ev.namespace,
-                    "name": ev.name, "arguments": ""}
-        else:
+        else:  # a function, or a call of a tool nobody declared: the client sees it as a function call
             item = {"id": new_id("fc"), "type": "function_call", "status": "in_progress", "arguments": "",
                     "call_id": ev.call_id, "name": ev.name}
-        if ev.namespace and ev.kind in ("function", "custom"):
+            kind = "function"
+        if ev.namespace and runner is None:
             item["namespace"] = ev.namespace
         old = self.calls.pop(ev.key, None)
         if old is not None:  # an upstream reusing an index for a new call: the old one is finished
             self._close_call(out, old, "completed")
-        call = self._add_item(out, ev.kind if ev.kind in _CALL_KINDS else "function", item)
+        call = self._add_item(out, kind, item, runner)
         self.calls[ev.key] = call
-        if ev.kind == "mcp":
-            out.append({"type": "response.mcp_call.in_progress", "sequence_number": self._next(),
-                        "item_id": call.id, "output_index": call.index})
+        if runner is not None:
+            self._specs(out, call, runner.added(call))
 
     # -- parts and closing -------------------------------------------------------------------------------
 
-    def _open_part(self, out: list[dict[str, Any]], item: _Item, part: str) -> None:
+    def _open_part(self, out: list[dict[str, Any]], item: OpenItem, part: str) -> None:
         item.part = part
         item.buf = []
         if part == "output_text":
             item.logprobs = []
+            item.annotations = []
+            item.sent = 0
             shape = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
         elif part == "refusal":
             shape = {"type": "refusal", "refusal": ""}
@@ -428,10 +498,12 @@ class Composer:
         out.append({"type": "response.content_part.added", "sequence_number": self._next(), "item_id": item.id,
                     "output_index": item.index, "content_index": len(item.item["content"]), "part": shape})
 
-    def _close_part(self, out: list[dict[str, Any]], item: _Item) -> None:
+    def _close_part(self, out: list[dict[str, Any]], item: OpenItem) -> None:
         part = item.part
         if part is None:
             return
+        if part == "output_text" and self.annotators:
+            self._annotated(out, item, "", None, True)
         text = "".join(item.buf)
         final: dict[str, Any]
         if part == "summary_text":
@@ -450,7 +522,7 @@ class Composer:
         base = {"item_id": item.id, "output_index": item.index, "content_index": index}
         if part == "output_text":
             lp = item.logprobs or []
-            final = {"type": "output_text", "annotations": [], "logprobs": lp, "text": text}
+            final = {"type": "output_text", "annotations": item.annotations, "logprobs": lp, "text": text}
             out.append({"type": "response.output_text.done", "sequence_number": self._next(), **base,
                         "text": text, "logprobs": lp})
         elif part == "refusal":
@@ -487,29 +559,27 @@ class Composer:
         out.append({"type": "response.output_item.done", "sequence_number": self._next(),
                     "output_index": item.index, "item": item.item})
 
-    def _close_call(self, out: list[dict[str, Any]], call: _Item, status: str) -> None:
+    def _close_call(self, out: list[dict[str, Any]], call: OpenItem, status: str) -> None:
         text = "".join(call.buf)
         item = call.item
+        runner = call.runner
+        if runner is not None:
+            if status != "completed":
+                out.extend(self.fail_call(call, "The response ended before the call could run."))
+                return
+            specs, run = runner.complete(call)
+            self._specs(out, call, specs)
+            if run:
+                self.pending.append(call)  # stays open until the gateway has run it
+            else:
+                self._item_done(out, call)
+            return
         if call.kind == "custom":
             item["input"] = text
             out.append({"type": "response.custom_tool_call_input.done", "sequence_number": self._next(),
                         "item_id": call.id, "output_index": call.index, "input": text})
         elif call.kind == "tool_search":
             item["arguments"] = _json_object(text)  # no arguments events: the object comes whole
-        elif call.kind == "mcp_approval":
-            item["arguments"] = text
-            out.append({"type": "response.output_item.done", "sequence_number": self._next(),
-                        "output_index": call.index, "item": item})
-            return
-        elif call.kind == "mcp":
-            item["arguments"] = text
-            out.append({"type": "response.mcp_call_arguments.done", "sequence_number": self._next(),
-                        "item_id": call.id, "output_index": call.index, "arguments": text})
-            if status == "completed":
-                self.pending.append(call)  # stays open until the gateway has run it
-            else:
-                out.extend(self.mcp_result(call, None, "The response ended before the call could run."))
-            return
         else:
             item["arguments"] = text
             out.append({"type": "response.function_call_arguments.done", "sequence_number": self._next(),
@@ -527,25 +597,17 @@ class Composer:
             self._close_call(out, call, status)
         if status != "completed":  # calls that will not run now: closed as failed, never left open
             for call in self.take_pending():
-                out.extend(self.mcp_result(call, None, "The response ended before the call could run."))
+                out.extend(self.fail_call(call, "The response ended before the call could run."))
 
     def _terminal(self, out: list[dict[str, Any]], status: str, **fields: Any) -> None:
         self.closed = True
         response = self.response
         response["status"] = status
-        response["output"] = self.output
+        shown = self.shown
+        response["output"] = self.output if shown is None else [shown(item) for item in self.output]
         response["usage"] = self.usage
         response.update(fields)
         out.append({"type": f"response.{status}", "sequence_number": self._next(), "response": response})
-
-
-def _mcp_item(server_label: str | None, name: str, arguments: str, approval_request_id: str | None = None) -> dict[str, Any]:
-    return {"id": new_id("mcp"), "type": "mcp_call", "status": "in_progress", "server_label": server_label or "",
-            "name": name, "arguments": arguments, "approval_request_id": approval_request_id, "output": None,
-            "error": None}
-
-
-_CALL_KINDS = ("custom", "tool_search", "mcp", "mcp_approval")
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -559,5 +621,4 @@ def _json_object(text: str) -> dict[str, Any]:
 _ARGS_DELTA = {
     "function": "response.function_call_arguments.delta",
     "custom": "response.custom_tool_call_input.delta",
-    "mcp": "response.mcp_call_arguments.delta",
 }

@@ -5,18 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
-if TYPE_CHECKING:
-    from .upstreams.base import Route
+from .route import MaxTokensField, ReasoningHistory, Route
 
 DEMO_UPSTREAM = "demo"
 MIN_COMPACTION_KEY = 16
 
 # The closed sets of values a setting (or a route of the routing file) takes.
 HostedTools = Literal["drop", "reject"]
-ReasoningHistory = Literal["reasoning_content", "reasoning", "drop"]
-MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +38,10 @@ class Settings:
     # Edge (docs/limits.md): slow and idle clients, open connections, requests in flight, per-key limits.
     header_timeout: float = 30.0
     body_timeout: float = 60.0
+    # A body must keep arriving at this many bytes a second on average once its first `body_rate_grace`
+    # seconds are over (0: no minimum); a slower one is answered 408 and its connection closed.
+    min_body_rate: float = 500.0
+    body_rate_grace: float = 10.0
     keep_alive_timeout: float = 5.0
     max_connections: int = 0  # 0: three quarters of the open-file limit
     max_in_flight: int = 512
@@ -56,6 +57,7 @@ class Settings:
     max_tokens_field: MaxTokensField = "max_tokens"
     log_level: str = "info"
     log_format: str = "text"  # "json": one JSON object per line, with the response id (logs.py)
+    access_log: bool = False  # one line per request, and per WebSocket connection opened and closed (access.py)
     otel: bool = False  # OpenTelemetry tracing over OTLP (tracing.py); also on when OTEL_EXPORTER_OTLP_ENDPOINT is set
     workers: int = 1
     # State: None = SQLite in the user's data directory; a path or sqlite:///path; postgresql://...; "none".
@@ -76,6 +78,23 @@ class Settings:
     mcp_allow_hosts: str | None = None  # comma-separated
     mcp_timeout: float = 60.0
     max_tool_rounds: int = 16
+    # Web search (docs/web-search.md): providers as a fallback chain, "KIND=URL,KIND=URL" (searxng, brave,
+    # tavily, exa, mcp); their keys (from flags or the environment, never logged); the deployment's domain
+    # policy; per provider: requests per second, seconds a result is cached, seconds per request; pages:
+    # seconds and bytes per fetch, and hosts admitted although loopback/private (tests, an intranet).
+    web_search: str | None = None
+    brave_api_key: str | None = None
+    tavily_api_key: str | None = None
+    exa_api_key: str | None = None
+    web_search_mcp_key: str | None = None
+    web_search_allow_domains: str | None = None  # comma-separated
+    web_search_deny_domains: str | None = None
+    web_search_rate: float = 5.0
+    web_search_cache_ttl: float = 600.0
+    web_search_timeout: float = 10.0
+    web_fetch_timeout: float = 15.0
+    web_fetch_max_bytes: int = 8 * 1024 * 1024
+    web_fetch_allow_hosts: str | None = None  # comma-separated, as --mcp-allow-hosts
     # Compaction: secrets sealing compaction items, comma-separated; the first seals, all open (rotation).
     # None: a key generated once and kept in the store (docs/compaction.md).
     compaction_key: str | None = None
@@ -93,6 +112,39 @@ class Settings:
     background_poll: float = 0.5  # seconds: event-log flush to the database, cancel-flag and follower polls
     event_retention_hours: float = 24.0  # how long the database keeps a background response's event log
     redis_event_ttl: float = 3600.0  # seconds a Redis event stream lives after its last event
+    # Code interpreter (docs/code-interpreter.md): "auto" runs it in bubblewrap where the machine allows it
+    # (else the tool is refused with a 400 saying why); "bubblewrap" also refuses to start the gateway
+    # without it; "off". Limits per call, caps on containers, where their files live on this host, the
+    # unprivileged host uid of the code when the gateway runs as root, and the gateway's address as
+    # clients reach it (for the URLs of images; default: URLs relative to the gateway).
+    code_interpreter: str = "auto"
+    code_interpreter_dir: str | None = None
+    code_interpreter_uid: int = 65534
+    code_interpreter_timeout: float = 120.0
+    code_interpreter_max_memory: str = "4g"
+    code_interpreter_processes: int = 64
+    code_interpreter_output_bytes: int = 64 * 1024
+    code_interpreter_disk_bytes: int = 1 << 30
+    code_interpreter_file_bytes: int = 32 << 20
+    code_interpreter_idle_minutes: int = 20
+    code_interpreter_key_containers: int = 100
+    code_interpreter_max_live: int = 16
+    public_url: str | None = None
+    # Files and file_search (docs/file-search.md). Uploads: the largest file, and what one key may keep (0: no
+    # quota). Embeddings go to an OpenAI-compatible /v1/embeddings (default: the upstream's) when a model is
+    # named; without one, search is keyword-only. Ingestion: files at once per process, bounds on what one
+    # file may make (PDF pages, extracted characters), seconds per embeddings request and per search call.
+    max_file_bytes: int = 512 * 1024 * 1024
+    file_quota_bytes: int = 10 * 1024 * 1024 * 1024
+    embeddings_model: str | None = None
+    embeddings_url: str | None = None  # None: the upstream's URL
+    embeddings_api_key: str | None = None  # None: the upstream's key when the URL is the upstream's
+    embeddings_batch: int = 64  # inputs per embeddings request
+    embeddings_timeout: float = 60.0
+    ingest_workers: int = 2
+    max_pdf_pages: int = 2000
+    max_extracted_chars: int = 64 * 1024 * 1024
+    file_search_timeout: float = 30.0
 
     def mcp_hosts(self) -> list[str]:
         return [h.strip() for h in (self.mcp_allow_hosts or "").split(",") if h.strip()]
@@ -121,8 +173,6 @@ class Settings:
 
     def route(self) -> Route:
         """The one upstream given by --upstream, as a Route."""
-        from .upstreams.base import Route
-
         return Route(
             kind="demo" if self.is_demo else "chat_completions",
             base_url="" if self.is_demo else self.upstream_url,
@@ -152,6 +202,8 @@ ENV = {
     "max_input_items": "RG_MAX_INPUT_ITEMS",
     "header_timeout": "RG_HEADER_TIMEOUT",
     "body_timeout": "RG_BODY_TIMEOUT",
+    "min_body_rate": "RG_MIN_BODY_RATE",
+    "body_rate_grace": "RG_BODY_RATE_GRACE",
     "keep_alive_timeout": "RG_KEEP_ALIVE_TIMEOUT",
     "max_connections": "RG_MAX_CONNECTIONS",
     "max_in_flight": "RG_MAX_IN_FLIGHT",
@@ -162,6 +214,7 @@ ENV = {
     "max_tokens_field": "RG_MAX_TOKENS_FIELD",
     "log_level": "RG_LOG_LEVEL",
     "log_format": "RG_LOG_FORMAT",
+    "access_log": "RG_ACCESS_LOG",
     "otel": "RG_OTEL",
     "workers": "RG_WORKERS",
     "db": "RG_DB",
@@ -176,6 +229,19 @@ ENV = {
     "mcp_allow_hosts": "RG_MCP_ALLOW_HOSTS",
     "mcp_timeout": "RG_MCP_TIMEOUT",
     "max_tool_rounds": "RG_MAX_TOOL_ROUNDS",
+    "web_search": "RG_WEB_SEARCH",
+    "brave_api_key": "RG_BRAVE_API_KEY",
+    "tavily_api_key": "RG_TAVILY_API_KEY",
+    "exa_api_key": "RG_EXA_API_KEY",
+    "web_search_mcp_key": "RG_WEB_SEARCH_MCP_KEY",
+    "web_search_allow_domains": "RG_WEB_SEARCH_ALLOW_DOMAINS",
+    "web_search_deny_domains": "RG_WEB_SEARCH_DENY_DOMAINS",
+    "web_search_rate": "RG_WEB_SEARCH_RATE",
+    "web_search_cache_ttl": "RG_WEB_SEARCH_CACHE_TTL",
+    "web_search_timeout": "RG_WEB_SEARCH_TIMEOUT",
+    "web_fetch_timeout": "RG_WEB_FETCH_TIMEOUT",
+    "web_fetch_max_bytes": "RG_WEB_FETCH_MAX_BYTES",
+    "web_fetch_allow_hosts": "RG_WEB_FETCH_ALLOW_HOSTS",
     "compaction_key": "RG_COMPACTION_KEY",
     "websocket": "RG_WEBSOCKET",
     "websocket_max_minutes": "RG_WEBSOCKET_MAX_MINUTES",
@@ -186,6 +252,30 @@ ENV = {
     "background_poll": "RG_BACKGROUND_POLL",
     "event_retention_hours": "RG_EVENT_RETENTION_HOURS",
     "redis_event_ttl": "RG_REDIS_EVENT_TTL",
+    "code_interpreter": "RG_CODE_INTERPRETER",
+    "code_interpreter_dir": "RG_CODE_INTERPRETER_DIR",
+    "code_interpreter_uid": "RG_CODE_INTERPRETER_UID",
+    "code_interpreter_timeout": "RG_CODE_INTERPRETER_TIMEOUT",
+    "code_interpreter_max_memory": "RG_CODE_INTERPRETER_MAX_MEMORY",
+    "code_interpreter_processes": "RG_CODE_INTERPRETER_PROCESSES",
+    "code_interpreter_output_bytes": "RG_CODE_INTERPRETER_OUTPUT_BYTES",
+    "code_interpreter_disk_bytes": "RG_CODE_INTERPRETER_DISK_BYTES",
+    "code_interpreter_file_bytes": "RG_CODE_INTERPRETER_FILE_BYTES",
+    "code_interpreter_idle_minutes": "RG_CODE_INTERPRETER_IDLE_MINUTES",
+    "code_interpreter_key_containers": "RG_CODE_INTERPRETER_KEY_CONTAINERS",
+    "code_interpreter_max_live": "RG_CODE_INTERPRETER_MAX_LIVE",
+    "public_url": "RG_PUBLIC_URL",
+    "max_file_bytes": "RG_MAX_FILE_BYTES",
+    "file_quota_bytes": "RG_FILE_QUOTA_BYTES",
+    "embeddings_model": "RG_EMBEDDINGS_MODEL",
+    "embeddings_url": "RG_EMBEDDINGS_URL",
+    "embeddings_api_key": "RG_EMBEDDINGS_API_KEY",
+    "embeddings_batch": "RG_EMBEDDINGS_BATCH",
+    "embeddings_timeout": "RG_EMBEDDINGS_TIMEOUT",
+    "ingest_workers": "RG_INGEST_WORKERS",
+    "max_pdf_pages": "RG_MAX_PDF_PAGES",
+    "max_extracted_chars": "RG_MAX_EXTRACTED_CHARS",
+    "file_search_timeout": "RG_FILE_SEARCH_TIMEOUT",
 }
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -194,6 +284,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "max_tokens_field": get_args(MaxTokensField),
     "websocket": ("on", "off"),
     "log_format": ("text", "json"),
+    "code_interpreter": ("auto", "bubblewrap", "off"),
+    "code_interpreter_max_memory": ("1g", "4g", "16g", "64g"),
 }
 
 
@@ -226,11 +318,28 @@ def check(settings: Settings) -> Settings:
     if any(len(key) < MIN_COMPACTION_KEY for key in settings.compaction_keys()):
         raise ValueError(f"a compaction key must be at least {MIN_COMPACTION_KEY} characters, e.g. "
                          "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
-    for name in ("lease_timeout", "background_poll", "drain_timeout"):
+    for name in ("lease_timeout", "background_poll", "drain_timeout", "max_file_bytes", "embeddings_batch",
+                 "embeddings_timeout", "ingest_workers", "max_pdf_pages", "max_extracted_chars", "file_search_timeout"):
         if getattr(settings, name) <= 0:
             raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
+    for name in ("code_interpreter_timeout", "code_interpreter_processes", "code_interpreter_output_bytes",
+                 "code_interpreter_disk_bytes", "code_interpreter_file_bytes", "code_interpreter_idle_minutes",
+                 "code_interpreter_key_containers", "code_interpreter_max_live"):
+        if getattr(settings, name) <= 0:
+            raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
+    if settings.public_url and not settings.public_url.startswith(("http://", "https://")):
+        raise ValueError(f"public_url must be an http(s) URL; got {settings.public_url!r}")
+    if settings.embeddings_url and not settings.embeddings_url.startswith(("http://", "https://")):
+        raise ValueError(f"embeddings-url must be an http(s) URL; got {settings.embeddings_url!r}")
     if settings.redis_url and not settings.redis_url.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(f"redis must be a redis://, rediss:// or unix:// URL; got {settings.redis_url!r}")
+    if settings.web_search:
+        from .tools.web_search.config import parse_spec
+
+        parse_spec(settings.web_search)  # a wrong provider stops the gateway at startup, naming it
+    for name in ("web_search_timeout", "web_fetch_timeout", "web_fetch_max_bytes"):
+        if getattr(settings, name) <= 0:
+            raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
     if not settings.is_demo and not settings.upstream_url.startswith(("http://", "https://")):
         raise ValueError(f"upstream must be an http(s) URL or 'demo'; got {settings.upstream_url!r}")
     return settings

@@ -6,6 +6,7 @@ the pipeline as a `response.failed` event. Request parsing, state, routing and t
 never import the HTTP layer.
 
     APIError                 a request the gateway refuses (a 4xx of its own, or its one 500)
+    ├── RateLimited          refused at the front door (door.py): a 429 that says when to retry
     ├── UpstreamError        the upstream failed: before the stream it is answered with its own status;
     │                        during the stream it becomes `response.failed`
     └── StoreUnavailable     the database did not answer within --db-timeout (a 503; nothing is lost)
@@ -16,6 +17,7 @@ How an upstream's HTTP error status becomes the error OpenAI would give is decid
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -41,13 +43,33 @@ class APIError(Exception):
     def body(self) -> dict[str, Any]:
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
+    def headers(self) -> dict[str, str]:
+        """HTTP headers that go with the error (none but a 429's `retry-after`)."""
+        return {}
+
+
+class RateLimited(APIError):
+    """Over a limit of the front door (door.py): OpenAI's 429 (`type: "requests"`). `reason` names the limit
+    (the label of `responses_gateway_requests_limited_total`); `retry_after`: seconds until a retry can pass."""
+
+    def __init__(self, message: str, reason: str, retry_after: float):
+        super().__init__(429, message, type="requests", code="rate_limit_exceeded")
+        self.reason = reason
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"retry-after": str(max(1, math.ceil(self.retry_after)))}
+
 
 class UpstreamError(APIError):
-    """The upstream failed. Before the stream: answered with `status`. During it: `response.failed`."""
+    """The upstream failed. Before the stream: answered with `status`. During it: `response.failed`.
+
+    `detail`: what the upstream itself said, for the gateway's log (the client gets `message`)."""
 
     def __init__(self, message: str, *, status: int = 502, code: str | None = "upstream_error",
-                 type: str = "server_error", param: str | None = None):
+                 type: str = "server_error", param: str | None = None, detail: str | None = None):
         super().__init__(status, message, type=type, param=param, code=code)
+        self.detail = detail
 
 
 class StoreUnavailable(APIError):
@@ -93,23 +115,32 @@ def upstream_status_error(status: int, message: str, model: str | None, *, model
     The adapter has read its wire's error body: `message`, the `code`/`param` it names (kept for the
     client's own 4xx), whether a 404 means the model is missing, and the phrases by which its servers
     say the input is longer than the context window. Credential failures are the gateway's problem, not
-    the client's, so they are a 502."""
-    if status == 404 and model_missing:
-        return UpstreamError(model_not_found(model), status=404, code="model_not_found", type="invalid_request_error")
+    the client's, so they are a 502. A 404 that is not about a model (`model` None: a model list) means the
+    gateway called a path the upstream does not have: its upstream URL is wrong (most often, `/v1` left out)."""
+    if status == 404 and model_missing and model is not None:
+        return UpstreamError(model_not_found(model), status=404, code="model_not_found", type="invalid_request_error",
+                             detail=message)
+    if status == 404:
+        return UpstreamError(NO_SUCH_PATH, status=502, code="upstream_error", detail=message)
     if status in (400, 413, 422):
         lowered = message.lower()
         if any(phrase in lowered for phrase in context_phrases):
             code = "context_length_exceeded"
             param = param or "input"
-        return UpstreamError(message, status=400, code=code, type="invalid_request_error", param=param)
+        return UpstreamError(message, status=400, code=code, type="invalid_request_error", param=param,
+                             detail=message)
     if status == 429:
         return UpstreamError(message or "The upstream is rate limiting requests.", status=429,
-                             code="rate_limit_exceeded", type="requests")
+                             code="rate_limit_exceeded", type="requests", detail=message)
     if status in (401, 403):
         return UpstreamError("The upstream model server rejected the gateway's credentials.", status=502,
-                             code="upstream_auth_failed")
+                             code="upstream_auth_failed", detail=message)
     if status in (503, 529):
         return UpstreamError(f"The upstream model server is overloaded or unavailable (HTTP {status}).",
-                             status=503, code="upstream_unavailable")
+                             status=503, code="upstream_unavailable", detail=message)
     return UpstreamError(f"The upstream model server failed (HTTP {status}): {message}"[:500], status=502,
-                         code="upstream_error")
+                         code="upstream_error", detail=message)
+
+
+NO_SUCH_PATH = ("The upstream model server answered 404 Not Found to the gateway: the gateway's upstream URL is "
+                "probably wrong (an OpenAI-compatible base URL usually ends in /v1).")

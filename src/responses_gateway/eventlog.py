@@ -9,7 +9,8 @@ cheapest one that has them:
 - the database (`response_events`), flushed every `background_poll` seconds and at the end — followers on
   other replicas without Redis poll it, and it keeps the log after the job for `event_retention_hours`.
 
-Every follower ends after the terminal event (`response.completed` / `.incomplete` / `.failed`).
+Every follower ends after the terminal event (`response.completed` / `.incomplete` / `.failed`); one that
+resumes after it (`starting_after` its number, or beyond) gets an empty stream at once.
 """
 
 from __future__ import annotations
@@ -19,22 +20,10 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from .composer import Composer
-from .sse import encode_all
+from .sse import encode_all, ends_terminal
 from .store.jobs import EventLogs
 
-TERMINAL_PREFIXES = (b"event: response.completed\n", b"event: response.incomplete\n", b"event: response.failed\n")
 ACTIVE = ("queued", "in_progress")
-
-
-def is_terminal(frame: bytes) -> bool:
-    return frame.startswith(TERMINAL_PREFIXES)
-
-
-def ends_terminal(frames: bytes) -> bool:
-    """Whether the last of several SSE frames is a terminal event (frames end with a blank line; the JSON in
-    them never holds a raw newline)."""
-    start = frames.rfind(b"\n\n", 0, len(frames) - 2)
-    return is_terminal(frames[start + 2:] if start >= 0 else frames)
 
 
 def skip_frames(frames: str, count: int) -> str:
@@ -111,10 +100,23 @@ async def follow_db(store: EventLogs, response_id: str, after: int, poll: float,
             if ends_terminal(chunk):
                 return
             continue
+        if idle == 0 and await logged_end(store, response_id, pos):
+            return  # resumed at (or past) the terminal event: nothing follows it
         idle += 1
         if idle % 4 == 0:
             final = await ended()
             if final is not None and not await store.events_after(response_id, pos, 1):
-                yield encode_all(Composer.replay_end(final, pos + 1))
+                if not await logged_end(store, response_id, pos):
+                    yield encode_all(Composer.replay_end(final, pos + 1))
                 return
         await asyncio.sleep(poll)
+
+
+async def logged_end(store: EventLogs, response_id: str, after: int) -> bool:
+    """Whether the database copy of the log ends with its terminal event at or before `after`: a follower
+    resuming there is answered an empty stream at once (not the stored final state again, seconds later)."""
+    last = await store.last_event(response_id)
+    if last < 0 or last > after:
+        return False
+    rows = await store.events_after(response_id, last - 1, 1)
+    return bool(rows) and ends_terminal(rows[0][2].encode())

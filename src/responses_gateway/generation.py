@@ -6,7 +6,11 @@ because one is made per upstream token.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+ToolKind = Literal["function", "custom", "tool_search"]
+"""How a tool is offered to the model: a JSON-arguments function, a freeform-input custom tool, or a
+client-run tool_search."""
 
 
 class TextDelta:
@@ -37,19 +41,21 @@ class ReasoningDelta:
 class ToolCallStart:
     """A tool call begins. `key` identifies it among interleaved calls (the upstream's index).
 
-    `kind` is "function" or "custom" (freeform input); `name`/`namespace` are the client's names, already
-    mapped back from whatever the adapter offered the upstream.
+    `kind` is the shape the model was offered: "function", "custom" (freeform input) or "tool_search";
+    `name`/`namespace` are the client's names, already mapped back from whatever the adapter offered the
+    upstream; `runner` names the gateway-run tool (tools/kits.py) that runs the call, None for the client's.
     """
 
-    __slots__ = ("key", "call_id", "name", "kind", "namespace")
+    __slots__ = ("key", "call_id", "name", "kind", "namespace", "runner")
 
-    def __init__(self, key: int | str, call_id: str, name: str, kind: str = "function",
-                 namespace: str | None = None):
+    def __init__(self, key: int | str, call_id: str, name: str, kind: ToolKind = "function",
+                 namespace: str | None = None, runner: str | None = None):
         self.key = key
         self.call_id = call_id
         self.name = name
         self.kind = kind
         self.namespace = namespace
+        self.runner = runner
 
 
 class ToolCallDelta:
@@ -90,3 +96,6 @@ class Finish:
 
 GenerationEvent = (TextDelta | RefusalDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | ItemEnd | Usage
                    | Finish)
+
+Batch = list[GenerationEvent]
+"""The generation events of one upstream read."""

@@ -27,14 +27,18 @@ class JSONFormatter(logging.Formatter):
         response_id = RESPONSE_ID.get()
         if response_id is not None:
             line["response_id"] = response_id
+        fields = getattr(record, "fields", None)  # `extra={"fields": {...}}`: a line's own fields (access.py)
+        if isinstance(fields, dict):
+            line.update(fields)
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False)
 
 
 def setup(level: str, fmt: str) -> None:
-    """One handler on the root logger, in every process (the workers of `--workers N` call it too). With
-    json, uvicorn is started without its own logging config, so its lines reach this handler as JSON."""
+    """One handler on the root logger, in every process (the workers of `--workers N` call it too). uvicorn
+    is started without its own logging config, so its lines reach this handler: one format for every line,
+    text or JSON."""
     handler = logging.StreamHandler()
     handler.setFormatter(JSONFormatter() if fmt == "json" else logging.Formatter(TEXT))
     root = logging.getLogger()

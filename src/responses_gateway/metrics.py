@@ -26,10 +26,20 @@ websocket_messages = Counter("responses_gateway_websocket_messages",
                              "WebSocket messages received, by type (invalid: answered with an error frame).", ["type"])
 connections_closed = Counter("responses_gateway_connections_closed",
                              "Client connections the gateway closed at its edge, by reason (header_timeout, "
-                             "body_timeout, idle, over_capacity).", ["reason"])
+                             "body_timeout, body_rate, idle, over_capacity).", ["reason"])
 requests_limited = Counter("responses_gateway_requests_limited",
                            "Requests refused with a 429, by reason (in_flight, key_concurrency, key_rate).",
                            ["reason"])
+hosted_tools_dropped = Counter("responses_gateway_hosted_tools_dropped",
+                               "Hosted tools left out of requests because this deployment cannot run them "
+                               "(--hosted-tools drop), by tool type.", ["type"])
+tool_calls = Counter("responses_gateway_tool_calls", "Calls of gateway-run tools, by tool (mcp, file_search, "
+                     "...) and the item's final status.", ["tool", "status"])
+web_search_requests = Counter("responses_gateway_web_search_requests",
+                              "Searches asked of a web search provider, by provider kind and outcome (ok, error, "
+                              "rate_limited, cached).", ["provider", "outcome"])
+web_fetches = Counter("responses_gateway_web_fetches", "Pages fetched for web_search (open_page, find_in_page), by "
+                      "outcome (ok, refused, error, too_large).", ["outcome"])
 limiter_errors = Counter("responses_gateway_limiter_errors",
                          "Calls to the Redis limiter that failed or timed out, by operation (admit, release, "
                          "renew); the requests were admitted (per-key limits fail open).", ["op"])

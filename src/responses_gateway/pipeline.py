@@ -1,11 +1,16 @@
-"""One response from start to terminal event: upstream stream → composer → batches of Responses events.
+"""One response from start to terminal event: upstream steps → composer → batches of Responses events.
 
-Every way out — success, length cut, content filter, upstream error, dropped connection, a bug of ours —
-ends in exactly one terminal event. The finished response is handed to `on_final` (the store) before the
-terminal event goes out, so a client that chains the moment it sees `response.completed` finds it; a
-store write that fails twice turns the response into `response.failed` (code `storage_error`), so
-`completed` always means stored. Client disconnect
-arrives as cancellation and closes the upstream.
+Every way out — success, length cut, content filter, upstream error, dropped connection, a tool loop's cap,
+a cancel, a drain, a bug of ours — goes through `end`, the one function that ends a response: it has the
+composer write the terminal event, hands the finished response to `on_final` (the store) before that event
+goes out, and records the metrics, once. So a client that chains the moment it sees `response.completed`
+finds the response, and a store write that fails twice turns the response into `response.failed` (code
+`storage_error`): `completed` always means stored. A client that goes away arrives as cancellation: the
+upstream is closed and nobody is told (docs/faults.md).
+
+A response of several upstream steps (gateway-run tools, compaction) is driven by a `Steps`: it runs what
+comes before the first step, what comes between steps, and says what the next step's call is — or why the
+response stops. The pipeline alone opens upstream steps, so each opening is observed the same way.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import metrics
@@ -20,16 +26,19 @@ from .composer import Composer
 from .errors import UpstreamError
 from .logs import RESPONSE_ID
 from .observe import Observation
-from .upstreams.base import EventStream
+from .upstreams.base import Call, EventStream, Upstream
 
 log = logging.getLogger("responses_gateway.pipeline")
 
+Events = list[dict[str, Any]]
 OnFinal = Callable[[dict[str, Any]], Awaitable[None]]
 
 # Graceful drain: the tasks running a response now. When the drain timeout ends (SIGTERM), `end_all` cancels
 # each with DRAIN, and its pipeline ends the response with `response.failed` (stored) instead of vanishing.
 RUNNING: set[asyncio.Task[Any]] = set()
 DRAIN = "the gateway is draining"
+SHUTTING_DOWN = "The gateway is shutting down; the response was cut short. Please retry."
+GATEWAY_FAILED = "The gateway failed while processing the response."
 
 
 def end_all() -> int:
@@ -42,23 +51,61 @@ def end_all() -> int:
     return len(tasks)
 
 
-class Steps(Protocol):
-    """A response of several upstream steps (the MCP loop, compaction): what the pipeline asks of it."""
-
-    again: bool  # after a step: open another one
-    incomplete: str | None  # why the response stopped short, if it did
-    seen: Observation | None  # the response's observation, set by `run` (the MCP loop's spans are its children)
-
-    def prelude(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]: ...
-
-    def open_next(self, composer: Composer) -> Awaitable[EventStream]: ...
-
-    def after_step(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]: ...
-
-    async def aclose(self) -> None: ...
+# -- how a response ends -------------------------------------------------------------------------------------
 
 
-async def store_final(composer: Composer, events: list[dict[str, Any]], on_final: OnFinal) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Finished:
+    """The upstream ended cleanly; `incomplete`: why the gateway itself stopped short (a tool-round cap)."""
+
+    incomplete: str | None = None
+
+
+@dataclass(frozen=True)
+class Failed:
+    code: str | None
+    message: str
+    type: str = "server_error"
+    param: str | None = None
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """A background response cancelled by its owner."""
+
+
+Ending = Finished | Failed | Cancelled
+
+
+class NotEnded(Exception):
+    """Raised by an `on_final` that finds the response is not this process's to end (another replica reaped
+    it first, or it could not be claimed now): nothing is sent and nothing counted."""
+
+
+async def end(composer: Composer, how: Ending, on_final: OnFinal | None = None,
+              seen: Observation | None = None) -> Events:
+    """End the response, whatever the cause: its terminal events (to send or append), after `on_final` has
+    stored it, with the metrics recorded once. An already ended response gives no events."""
+    if composer.closed:
+        return []
+    if isinstance(how, Finished):
+        events = composer.finish(how.incomplete)
+    elif isinstance(how, Failed):
+        events = composer.fail(how.code, how.message, type=how.type, param=how.param)
+    else:
+        events = composer.cancel()
+    if on_final is not None:
+        try:
+            events = await store_final(composer, events, on_final)
+        except NotEnded:
+            return []
+    metrics.responses.labels(status=composer.final["status"]).inc()
+    if seen is not None:
+        seen.finished(composer.final)
+    return events
+
+
+async def store_final(composer: Composer, events: Events, on_final: OnFinal) -> Events:
     """Store the finished response before its terminal event goes out; tried twice. A response that cannot be
     stored fails (`storage_error`) rather than reach the client as `completed` and then be missing."""
     final = composer.final
@@ -66,6 +113,8 @@ async def store_final(composer: Composer, events: list[dict[str, Any]], on_final
         try:
             await on_final(final)
             return events
+        except NotEnded:
+            raise
         except Exception:
             metrics.store_failures.inc()
             log.exception("response %s could not be stored (attempt %d of 2)", final["id"], attempt)
@@ -75,12 +124,43 @@ async def store_final(composer: Composer, events: list[dict[str, Any]], on_final
                                      "retrieved or continued; please retry.")
 
 
+# -- responses of several upstream steps ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stop:
+    """No further upstream step; `incomplete`: why the response stops short, if it does."""
+
+    incomplete: str | None = None
+
+
+class Steps(Protocol):
+    """A response of several upstream steps (gateway-run tools, compaction), as the pipeline drives it."""
+
+    def prelude(self, composer: Composer) -> AsyncIterator[Events]:
+        """Before the first step (listing MCP tools, running calls the client approved)."""
+        ...
+
+    def next_call(self, composer: Composer) -> Call | Stop:
+        """The next step's call, with everything so far (this response's own items included), or Stop."""
+        ...
+
+    def after_step(self, composer: Composer) -> AsyncIterator[Events]:
+        """After a step's stream ended: run what it asked for (the gateway-run calls the model made)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+# -- the run ----------------------------------------------------------------------------------------------------
+
+
 async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal | None = None,
-              loop: Steps | None = None, seen: Observation | None = None
-              ) -> AsyncGenerator[list[dict[str, Any]], None]:
-    """`stream`: the first upstream step, already opened (so HTTP errors could still be HTTP errors);
-    None when a tool `loop` must run first (listing MCP tools) and opens every step itself. `seen`: the
-    response's timings, marked here once each (metrics)."""
+              loop: Steps | None = None, seen: Observation | None = None, upstream: Upstream | None = None
+              ) -> AsyncGenerator[Events, None]:
+    """`stream`: the first upstream step, already opened (so HTTP errors could still be HTTP errors); None
+    when a `loop` must run first (listing MCP tools) and gives the first call itself, opened on `upstream`.
+    `seen`: the response's timings, marked here once each (metrics)."""
     task = asyncio.current_task()
     if task is not None:
         RUNNING.add(task)
@@ -89,17 +169,22 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
     metrics.in_flight.inc()
     try:
         yield composer.start()
+        how: Ending
         try:
             if loop is not None:
-                loop.seen = seen
                 async for events in loop.prelude(composer):
                     yield events
             while True:
                 if stream is None:
-                    if loop is None:
-                        raise ValueError("run() needs an opened stream or a tool loop")
+                    if loop is None or upstream is None:
+                        raise ValueError("run() needs an opened stream, or a tool loop and its upstream")
+                    call = loop.next_call(composer)
+                    if isinstance(call, Stop):
+                        how = Finished(call.incomplete)
+                        break
+                    composer.next_step()
                     seen.opening()
-                    stream = await loop.open_next(composer)
+                    stream = await upstream.open(call)
                 async for batch in stream:
                     if not seen.upstream_seen:
                         seen.upstream_events()
@@ -112,30 +197,22 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
                 await closing.aclose()
                 seen.step_done()
                 if loop is None:
+                    how = Finished()
                     break
                 async for events in loop.after_step(composer):
                     yield events
-                if not loop.again:
-                    break
         except asyncio.CancelledError as exc:
             if exc.args != (DRAIN,) or task is None:
                 raise  # the client left: nobody to tell
             task.uncancel()
-            events = composer.fail("server_shutting_down", "The gateway is shutting down; the response was cut "
-                                   "short. Please retry.")
+            how = Failed("server_shutting_down", SHUTTING_DOWN)
         except UpstreamError as exc:
             log.warning("response %s failed: %s", composer.response["id"], exc.message)
-            events = composer.fail(exc.code, exc.message, type=exc.type, param=exc.param)
+            how = Failed(exc.code, exc.message, exc.type, exc.param)
         except Exception:
             log.exception("response %s failed inside the gateway", composer.response["id"])
-            events = composer.fail("server_error", "The gateway failed while processing the response.")
-        else:
-            events = composer.finish(loop.incomplete if loop is not None else None)
-        if on_final is not None:
-            events = await store_final(composer, events, on_final)
-        metrics.responses.labels(status=composer.final["status"]).inc()
-        seen.finished(composer.final)
-        yield events
+            how = Failed("server_error", GATEWAY_FAILED)
+        yield await end(composer, how, on_final, seen)
     finally:
         if task is not None:
             RUNNING.discard(task)

@@ -19,7 +19,8 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any
 
-from .eventlog import Ended, follow_db, is_terminal
+from .eventlog import Ended, follow_db
+from .sse import is_terminal
 
 if TYPE_CHECKING:
     from .store.jobs import EventLogs
@@ -69,6 +70,9 @@ class RedisBus:
         """Events after `after`, live until the terminal one. A stream that is gone (expired) or trimmed
         past the cursor is read from the database instead."""
         key = PREFIX + response_id
+        end: Any = await self.redis.xrevrange(key, count=1)
+        if end and _seq(end[0][0]) <= after and is_terminal(end[0][1][b"f"]):
+            return  # resumed at (or past) the terminal event: nothing follows it
         first = await self.redis.xrange(key, count=1)
         if not first and await ended() is not None or first and _seq(first[0][0]) > after + 1:
             async for chunk in follow_db(store, response_id, after, poll, ended):

@@ -10,26 +10,27 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from time import monotonic
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import offload
 from .compaction.history import has_compaction
 from .composer import Composer
 from .generation import Usage
 from .logs import RESPONSE_ID
-from .mcp.history import lower_mcp
 from .observe import Observation
 from .pipeline import OnFinal, Steps, run
 from .protocol.items import normalize_input
 from .protocol.request import CreateResponse, conversation_id
 from .protocol.response import skeleton
 from .protocol.tools import found_tools, normalize_tools
+from .services import Services
 from .state import conversation_history, resolve
+from .tools.frame import Context, Declared, Kit, Runner
+from .tools.history import lower_tools, shown_item
+from .tools.kits import DEFAULT, all_kits
+from .tools.loop import ToolLoop
 from .truncation import Truncating
 from .upstreams.base import Batch, Call, EventStream, Upstream
-
-if TYPE_CHECKING:  # the MCP SDK is imported only by requests with MCP tools
-    from .mcp.loop import MCPLoop
 
 # A conversation takes a response's input and output when it ends with these statuses (docs/conversations.md).
 APPENDED = ("completed", "incomplete")
@@ -51,6 +52,7 @@ class Started:
     # what runs with the final response before the terminal event (store, conversation, `then`); a job that
     # ends the response itself (a background cancel) runs it too
     on_final: OnFinal | None = None
+    seen: Observation | None = None  # its timings (metrics), for whoever ends it
 
     @property
     def final(self) -> dict[str, Any]:
@@ -68,15 +70,16 @@ class Prepared:
     conversation: str | None
     trigger: bool = False  # the input ended with a compaction trigger (removed from `items`)
     compaction: Any = None  # compaction.step.Plan, when compaction items, a trigger or context_management
-    render: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = lower_mcp  # raw history → what upstreams see
+    render: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = lower_tools  # raw history → what upstreams see
     route: str = "*"  # the matching routing rule's `match`: the route's name in metrics
 
 
-async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolver | None = None) -> Prepared:
-    """Route the model, resolve the history (previous response, item references, conversation) and the
-    tools. Raises APIError for anything the client must fix."""
-    settings, store = state.settings, state.store
-    rule, upstream = state.router.rule_for(req.model)
+async def prepare(services: Services, req: CreateResponse, owner: str, resolver: Resolver | None = None) -> Prepared:
+    """Check the request's bounds (door.py), route the model, resolve the history (previous response, item
+    references, conversation) and the tools. Raises APIError for anything the client must fix."""
+    services.door.check_request(req)
+    settings, store = services.settings, services.store
+    rule, upstream = services.router.rule_for(req.model)
     upstream_model = rule.route.model or req.model
     items = await offload.run(normalize_input, req.input)
     trigger = bool(items) and items[-1]["type"] == "compaction_trigger"
@@ -90,29 +93,30 @@ async def prepare(state: Any, req: CreateResponse, owner: str, resolver: Resolve
     if conversation is not None:
         history = await conversation_history(store, conversation, owner) + history
     tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
-                            found=found_tools(history))
+                            found=found_tools(history), toolbox=services.toolbox or DEFAULT)
+    await preflight(tools.gateway, services, owner)
     if req.truncation == "auto":
         upstream = Truncating(upstream, getattr(getattr(upstream, "route", None), "context_window", None))
     plan = None
-    render = lower_mcp
+    render = lower_tools
     if trigger or req.context_management or has_compaction(history):
         from .compaction.step import plan_compaction  # crypto: only for requests that use compaction
 
-        plan = await plan_compaction(state, req, history, owner, trigger)
+        plan = await plan_compaction(services, req, history, owner, trigger)
         render = plan.render
     call = Call(req, await offload.run(render, history), tools, req.instructions, upstream_model)
     return Prepared(upstream, call, history, items, conversation, trigger, plan, render, rule.match)
 
 
-async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolver | None = None,
+async def start(services: Services, req: CreateResponse, owner: str, *, resolver: Resolver | None = None,
                 then: OnFinal | None = None, generate: bool = True) -> Started:
-    """`state`: the app's state (settings, router, store). `resolver` replaces the store's history lookup
+    """`services`: the app's (settings, router, store, ...). `resolver` replaces the store's history lookup
     (a WebSocket connection keeps its last response in memory); `then` runs with the final response after it
     is stored and before the terminal event is sent. `generate=False` (a WebSocket warm-up) calls no model:
     the response completes at once with no output, and its id can be chained like any other."""
-    settings, store = state.settings, state.store
+    settings, store = services.settings, services.store
     started = monotonic()
-    prepared = await prepare(state, req, owner, resolver)
+    prepared = await prepare(services, req, owner, resolver)
     seen = Observation(prepared.route, req.model, started)
     call, history, items, upstream = prepared.call, prepared.history, prepared.items, prepared.upstream
     include = req.include or ()
@@ -128,11 +132,15 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
                                not in (None, "none")),
     )
 
-    def mcp_loop(call: Call) -> MCPLoop:
-        from .mcp.loop import MCPLoop  # the MCP SDK is imported only by requests with MCP tools
+    declared = call.tools.gateway
+    if declared:
+        wanted = frozenset(include)
+        composer.show(lambda item: shown_item(item, wanted))
 
-        return MCPLoop(call, history, upstream, allow_hosts=settings.mcp_hosts(), timeout=settings.mcp_timeout,
-                       max_rounds=settings.max_tool_rounds, render=prepared.render)
+    def tool_loop(call: Call) -> ToolLoop:
+        context = Context(services, owner, req, history, frozenset(include), seen)
+        return ToolLoop(call, history, start_runners(declared, context), render=prepared.render,
+                        max_rounds=settings.max_tool_rounds)
 
     loop: Steps | None = None
     stream: EventStream | None = None
@@ -142,28 +150,51 @@ async def start(state: Any, req: CreateResponse, owner: str, *, resolver: Resolv
     elif plan is not None and plan.summarize:
         from .compaction.step import CompactionStep
 
-        loop = CompactionStep(plan, call, history, upstream, answer=not prepared.trigger,
-                              hosted_policy=settings.hosted_tools, mcp_loop=mcp_loop if call.tools.mcp else None)
+        loop = CompactionStep(plan, call, history, answer=not prepared.trigger, hosted_policy=settings.hosted_tools,
+                              tool_loop=tool_loop if declared else None)
         stream = await _open(upstream, loop.summary_call, seen)
-    elif call.tools.mcp:  # tools are listed inside the stream first, so every step opens inside it
-        loop = mcp_loop(call)
+    elif declared:
+        loop = tool_loop(call)
+        if all(d.functions for d in declared):  # nothing to list first: the first step opens before any event
+            stream = await _open(upstream, call, seen)
     else:  # an UpstreamError here (an APIError) is answered with its own status, before any event
         stream = await _open(upstream, call, seen)
     save = store is not None and req.store is not False
     conversation = prepared.conversation
 
     async def on_final(final: dict[str, Any]) -> None:
-        appended = conversation if final["status"] in APPENDED else None
-        if save:  # the response and its conversation's new items: one transaction, kept or failed together
+        appended = conversation if store is not None and final["status"] in APPENDED else None
+        if save and store is not None:  # the response and its conversation's new items: one transaction
             with seen.storing():
                 await store.save(composer.stored(), items, owner, conversation=appended)
-        elif appended is not None:
+        elif appended is not None and store is not None:
             await store.append_conversation(appended, owner, items + composer.stored()["output"])
         if then is not None:
             await then(final)
 
     hook = on_final if save or conversation is not None or then is not None else None
-    return Started(req, composer, history, items, owner, run(composer, stream, hook, loop, seen), hook)
+    return Started(req, composer, history, items, owner, run(composer, stream, hook, loop, seen, upstream), hook,
+                   seen)
+
+
+async def preflight(declared: list[Declared], services: Services, owner: str) -> None:
+    """Each gateway-run kit's check against the deployment (its `preflight`), before any event."""
+    by_kit: dict[Kit, list[Declared]] = {}
+    for one in declared:
+        by_kit.setdefault(one.kit, []).append(one)
+    for kit, group in by_kit.items():
+        if kit.preflight is not None:
+            await kit.preflight(group, services, owner)
+
+
+def start_runners(declared: list[Declared], context: Context) -> dict[str, Runner]:
+    """One runner per kit among the declared tools (a kit gets all its declarations), in the order of the
+    registry (tools/kits.py): the order in which their annotators see the answer's text."""
+    by_kit: dict[Kit, list[Declared]] = {}
+    for one in declared:
+        by_kit.setdefault(one.kit, []).append(one)
+    order = {kit: i for i, kit in enumerate(all_kits())}
+    return {kit.name: kit.start(by_kit[kit], context) for kit in sorted(by_kit, key=lambda k: order.get(k, len(order)))}
 
 
 async def _open(upstream: Upstream, call: Call, seen: Observation) -> EventStream:

@@ -15,6 +15,9 @@ The config file is TOML:
     idle_timeout = 600                        # optional deadlines in seconds, with connect_timeout,
                                               # first_byte_timeout, total_timeout (docs/routing.md)
 
+The same file may hold a `[web_search]` table: the web search providers and their settings, in place of
+`--web-search` (tools/web_search/config.py, docs/web-search.md).
+
 Routes are tried in order; the first match wins. Every entry is checked when the file is loaded: an unknown
 key, a value outside its closed set or of the wrong type stops the gateway at startup, naming the key.
 """
@@ -30,9 +33,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, get_args
 
-from .config import MaxTokensField, ReasoningHistory
 from .errors import APIError, UpstreamError, model_not_found
-from .upstreams.base import Route, RouteKind, Upstream
+from .route import MaxTokensField, ReasoningHistory, Route, RouteKind
+from .upstreams.base import Upstream
 from .upstreams.registry import build_upstream
 
 log = logging.getLogger("responses_gateway.routing")
@@ -93,6 +96,12 @@ def load_rules(path: str, environ: Mapping[str, str] | None = None) -> list[Rule
     if not rules:
         raise ValueError(f"{path}: no [[routes]]")
     return rules
+
+
+def load_table(path: str, name: str) -> Any:
+    """A top-level table of the routing file besides [[routes]] (e.g. [web_search]), or None."""
+    with open(path, "rb") as fh:
+        return tomllib.load(fh).get(name)
 
 
 def _check(entry: dict[str, Any], where: str) -> None:

@@ -8,6 +8,28 @@ import orjson
 
 DONE = b"data: [DONE]\n\n"
 
+# The events that end a stream: exactly one per response, always last (the composer writes them; pipeline.end
+# is the one place that asks for them). Everything that must know where a stream ends asks here.
+TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_TERMINAL_HEADS = tuple(f"event: {kind}\n".encode() for kind in sorted(TERMINAL))
+
+
+def ends(events: list[dict[str, Any]]) -> bool:
+    """Whether a batch of events ends with the terminal event."""
+    return bool(events) and events[-1]["type"] in TERMINAL
+
+
+def is_terminal(frame: bytes) -> bool:
+    """Whether one encoded SSE frame is a terminal event."""
+    return frame.startswith(_TERMINAL_HEADS)
+
+
+def ends_terminal(frames: bytes) -> bool:
+    """Whether the last of several encoded SSE frames is a terminal event (frames end with a blank line; the
+    JSON in them never holds a raw newline)."""
+    start = frames.rfind(b"\n\n", 0, len(frames) - 2)
+    return is_terminal(frames[start + 2:] if start >= 0 else frames)
+
 
 # `event: <type>\ndata: ` per event type, made once: the types are the composer's own closed set.
 _HEADS: dict[str, bytes] = {}

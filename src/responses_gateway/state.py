@@ -15,6 +15,7 @@ from .ids import new_id
 from .protocol.items import normalize_item
 from .store.conversations import Conversations
 from .store.responses import Responses
+from .tools.history import is_gateway_item
 
 ID_PREFIX = {
     "message": "msg", "function_call": "fc", "function_call_output": "fco", "custom_tool_call": "ctc",
@@ -53,7 +54,7 @@ async def resolve(store: Responses | None, previous_response_id: str | None, ite
                                param="previous_response_id", code="previous_response_not_finished")
             raise previous_not_found(previous_response_id)
         history = [normalize_item(item, "previous_response") for item in found]
-    bare = [item["id"] for item in items if _bare_reasoning(item)]
+    bare = [item["id"] for item in items if _bare_reasoning(item) or _replayed_tool_item(item)]
     if (refs or bare) and store is not None:
         stored = await store.items_by_id(refs + bare, owner)
         resolved = []
@@ -63,7 +64,7 @@ async def resolve(store: Responses | None, previous_response_id: str | None, ite
                     raise APIError(404, f"Item with id '{item['id']}' not found.", param=f"input[{i}]",
                                    code=None)
                 item = normalize_item(stored[item["id"]], f"input[{i}]")
-            elif _bare_reasoning(item) and _sealed_reasoning(stored.get(item["id"])):
+            elif _bare_reasoning(item) and _sealed_reasoning(stored.get(item["id"])) or _replayed_tool_item(item) and stored.get(item["id"], {}).get("type") == item["type"]:
                 item = normalize_item(stored[item["id"]], f"input[{i}]")
             resolved.append(item)
         items = resolved
@@ -77,6 +78,13 @@ def _bare_reasoning(item: dict[str, Any]) -> bool:
     continue (Anthropic's signed thinking rides in it). Not found, the item stays as sent; an adapter that
     needs more leaves out what it cannot continue."""
     return item["type"] == "reasoning" and isinstance(item.get("id"), str) and not item.get("encrypted_content")
+
+
+def _replayed_tool_item(item: dict[str, Any]) -> bool:
+    """A gateway-run tool's item sent back by value (clients replay output items as they were shown, without
+    what `include` left out — a file search's results, a code interpreter's outputs): the stored copy of that
+    id is the whole item, so the model sees on this turn what it saw on the first."""
+    return isinstance(item.get("id"), str) and is_gateway_item(item)
 
 
 def _sealed_reasoning(item: dict[str, Any] | None) -> bool:

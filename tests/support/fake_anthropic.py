@@ -217,6 +217,11 @@ def request_problem(body: Any) -> str | None:
     if thinking and temperature is not None and temperature != 1:
         return ("`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation at "
                 "https://docs.claude.com/en/docs/build-with-claude/extended-thinking#feature-compatibility")
+    top_p = body.get("top_p")
+    if thinking and top_p is not None and not 0.95 <= top_p <= 1:
+        # (the documented rule: "When thinking is enabled, you can set top_p to values between 1 and 0.95")
+        return ("`top_p` must be between 0.95 and 1 when thinking is enabled. Please consult our documentation at "
+                "https://docs.claude.com/en/docs/build-with-claude/extended-thinking#feature-compatibility")
     if thinking and (body.get("tool_choice") or {}).get("type") in ("any", "tool"):
         return "Thinking may not be enabled when `tool_choice` forces tool use."
     for i, message in enumerate(messages):

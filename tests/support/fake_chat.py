@@ -220,6 +220,30 @@ def replay(recording: Recording, delay: float = 0.0) -> Stream | Json:
     return Json(recording.body, recording.status, headers)
 
 
+# --------------------------------------------------------------------------- embeddings
+
+EMBEDDING_DIMENSION = 384
+EMBEDDING_MODEL = "fake-embedding"  # the embedding model the fake serves besides its chat models
+
+
+def fake_embedding(text: str, dimension: int = EMBEDDING_DIMENSION) -> list[float]:
+    """A deterministic vector from the text: each word (lower-cased) adds ±1 at three places chosen by its
+    hash, so texts that share words are close (cosine) and others are not. Not normalised, as a model's
+    raw output need not be."""
+    import hashlib
+    import re
+
+    vector = [0.0] * dimension
+    for word in re.findall(r"\w+", text.lower()):
+        digest = hashlib.blake2b(word.encode(), digest_size=12).digest()
+        for i in range(3):
+            slot = int.from_bytes(digest[4 * i:4 * i + 3], "little") % dimension
+            vector[slot] += 1.0 if digest[4 * i + 3] & 1 else -1.0
+    if not any(vector):
+        vector[0] = 1.0  # a text without words still gets a valid (non-zero) vector
+    return vector
+
+
 # --------------------------------------------------------------------------- server
 
 
@@ -244,6 +268,12 @@ class FakeChatUpstream:
         self._queue: deque[Script] = deque()
         self._requests: list[RecordedRequest] = []
         self.counted: list[RecordedRequest] = []  # token-count requests, kept apart from generations
+        self.embedded: list[RecordedRequest] = []  # POST /v1/embeddings requests
+        # how /v1/embeddings answers: `embed` makes each vector; `embeddings_hook` may answer instead (an error,
+        # a malformed body); `embeddings_delay` seconds before answering (a slow embedding server)
+        self.embed: Callable[[str], list[float]] = fake_embedding
+        self.embeddings_hook: Callable[[RecordedRequest], Json | None] | None = None
+        self.embeddings_delay = 0.0
         self._disconnects = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -278,7 +308,11 @@ class FakeChatUpstream:
             self._queue.clear()
             self._requests.clear()
             self.counted.clear()
+            self.embedded.clear()
             self._disconnects = 0
+        self.embed = fake_embedding
+        self.embeddings_hook = None
+        self.embeddings_delay = 0.0
 
     # ---- lifecycle
 
@@ -314,6 +348,7 @@ class FakeChatUpstream:
         app.router.add_post(self.POST_PATH, self._play)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post(self.COUNT_PATH, self._count)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         self._add_routes(app.router)
         # A short shutdown timeout: a test that leaves a stream sleeping must not stall teardown.
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
@@ -343,6 +378,34 @@ class FakeChatUpstream:
             self.counted.append(recorded)
         return _json_response(Json({"count": count, "max_model_len": 32768, "tokens": list(range(count)),
                                     "token_strs": None}))
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        """vLLM's `POST /v1/embeddings`: the same fields in the same order, compact JSON."""
+        recorded = await self._record(request)
+        with self._lock:
+            self.embedded.append(recorded)
+        if self.embeddings_delay:
+            await asyncio.sleep(self.embeddings_delay)
+        if self.embeddings_hook is not None:
+            answer = self.embeddings_hook(recorded)
+            if answer is not None:
+                return _json_response(answer)
+        body = recorded.body
+        if not isinstance(body, dict) or "input" not in body:
+            return _json_response(error_json(400, "input: Field required", type="BadRequestError", code=400))
+        model = body.get("model")
+        if model is not None and model not in (*self.models, EMBEDDING_MODEL):
+            return _json_response(error_json(404, f"The model `{model}` does not exist.", type="NotFoundError",
+                                             param="model", code=404))
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        vectors = [self.embed(text) for text in inputs]
+        tokens = sum(max(1, len(text) // 4) for text in inputs)
+        answer = {"id": f"embd-{uuid.uuid4().hex}", "object": "list", "created": int(time.time()),
+                  "model": model or self.models[0],
+                  "data": [{"index": i, "object": "embedding", "embedding": v} for i, v in enumerate(vectors)],
+                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens, "completion_tokens": 0,
+                            "prompt_tokens_details": None}}
+        return _json_response(Json(answer))
 
     @staticmethod
     async def _record(request: web.Request) -> RecordedRequest:

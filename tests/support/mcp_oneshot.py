@@ -6,9 +6,9 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from responses_gateway.mcp.errors import MCPError, timed_out
-from responses_gateway.mcp.session import DEFAULT_TIMEOUT, MCPSession
-from responses_gateway.protocol.mcp_tool import MCPServer
+from responses_gateway.tools.mcp.declaration import MCPServer
+from responses_gateway.tools.mcp.errors import MCPError, timed_out
+from responses_gateway.tools.mcp.session import DEFAULT_TIMEOUT, MCPSession
 
 
 def _remaining(deadline: float, loop: asyncio.AbstractEventLoop) -> float:

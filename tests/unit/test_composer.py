@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from responses_gateway import generation as g
 from responses_gateway.composer import response_error_code
+from responses_gateway.config import Settings
 from responses_gateway.protocol.reasoning import unseal
+from responses_gateway.tools.frame import Context
+from responses_gateway.tools.mcp.runner import MCPRunner
 
 from .streams import Sink, new_composer
 
@@ -271,15 +276,24 @@ def test_logprobs_only_when_asked(want):
     assert result.response["output"][0]["content"][0]["logprobs"] == (lp if want else [])
 
 
-# -- MCP: calls the gateway runs between steps ------------------------------------------------------------
+# -- MCP: calls the gateway runs between steps (through the tool frame: tools/frame.py) ----------------------
+
+
+def mcp_runner(composer, approval=()):
+    """The real MCP runner of one response, with no server to reach (nothing here runs a call)."""
+    runner = MCPRunner([], Context(SimpleNamespace(settings=Settings()), "", None, []))
+    runner.approval.update(approval)
+    composer.use("mcp", runner)
+    return runner
 
 
 def mcp_step(arguments: str):
     """A step that ends with one MCP call for the gateway to run."""
     composer = new_composer()
+    mcp_runner(composer)
     sink = Sink()
     sink.add(composer.start())
-    sink.add(composer.feed([g.ToolCallStart(0, "c", "search", kind="mcp", namespace="docs"),
+    sink.add(composer.feed([g.ToolCallStart(0, "c", "search", namespace="docs", runner="mcp"),
                             g.ToolCallDelta(0, arguments), g.Finish("tool_calls")]))
     return composer, sink
 
@@ -288,13 +302,16 @@ def test_mcp_call_waits_for_its_result():
     composer, sink = mcp_step('{"q": 1}')
     (call,) = composer.take_pending()
     assert composer.take_pending() == []
-    assert call.item["status"] == "in_progress"  # not done until it has run
-    sink.add(composer.mcp_result(call, "found", None))
+    assert call.item["status"] == "in_progress" and not call.done  # not done until it has run
+    call.item["output"] = "found"
+    sink.add(composer.end_call(call, "completed", [("response.mcp_call.completed", {})]))
+    assert call.done
     composer.next_step()
     sink.add(composer.feed([g.TextDelta("answer"), g.Finish("stop")]))
     sink.add(composer.finish())
     result = sink.check(schema=True)
     assert "response.mcp_call.completed" in result.types
+    assert result.types.count("response.mcp_call_arguments.delta") == 1
     mcp, message = result.response["output"]
     assert (mcp["server_label"], mcp["name"], mcp["arguments"], mcp["output"], mcp["status"]) == (
         "docs", "search", '{"q": 1}', "found", "completed")
@@ -307,30 +324,32 @@ def test_mcp_call_left_pending_fails_when_the_response_fails():
     result = sink.check(schema=True)
     assert "response.mcp_call.failed" in result.types
     assert result.response["output"][0]["status"] == "failed"
+    assert result.response["output"][0]["error"]["type"] == "mcp_protocol_error"
     assert composer.take_pending() == []
-
-
-def test_mcp_tool_error_object_kept_as_given():
-    composer, _ = mcp_step("")
-    (call,) = composer.take_pending()
-    error = {"type": "mcp_tool_execution_error", "content": [{"type": "text", "text": "bad"}]}
-    events = composer.mcp_result(call, None, error)
-    assert events[0]["type"] == "response.mcp_call.failed" and call.item["error"] is error
 
 
 def test_mcp_list_tools_and_approved_call():
     composer = new_composer()
+    mcp_runner(composer)
     sink = Sink()
     sink.add(composer.start())
-    item, events = composer.list_tools_started("docs")
+    item, events = composer.add_item("mcp", {"id": "mcpl_1", "type": "mcp_list_tools", "server_label": "docs",
+                                             "tools": []}, [("response.mcp_list_tools.in_progress", {})])
     sink.add(events)
-    sink.add(composer.list_tools_done(item, [{"name": "search", "input_schema": {}}], None))
-    failing, events = composer.list_tools_started("other")
+    item.item["tools"] = [{"name": "search", "input_schema": {}}]
+    sink.add(composer.end_call(item, None, [("response.mcp_list_tools.completed", {})]))
+    failing, events = composer.add_item("mcp", {"id": "mcpl_2", "type": "mcp_list_tools", "server_label": "other",
+                                                "tools": []}, [("response.mcp_list_tools.in_progress", {})])
     sink.add(events)
-    sink.add(composer.list_tools_done(failing, None, "unreachable"))
-    call, events = composer.mcp_call_added("docs", "search", '{"q": 2}', "mcpr_1")
+    failing.item["error"] = "unreachable"
+    sink.add(composer.end_call(failing, None, [("response.mcp_list_tools.failed", {})]))
+    call, events = composer.add_item("mcp", {"id": "mcp_1", "type": "mcp_call", "status": "in_progress",
+                                             "server_label": "docs", "name": "search", "arguments": '{"q": 2}',
+                                             "approval_request_id": "mcpr_1", "output": None, "error": None},
+                                     [("response.mcp_call.in_progress", {})], run=True)
     sink.add(events)
-    sink.add(composer.mcp_result(call, None, "not run"))
+    assert composer.take_pending() == [call]
+    sink.add(composer.fail_call(call, "not run"))
     sink.add(composer.finish())
     result = sink.check(schema=True)
     listed, failed, mcp = result.response["output"]
@@ -343,8 +362,14 @@ def test_mcp_list_tools_and_approved_call():
 
 
 def test_mcp_approval_request_arrives_whole():
-    _, result = compose([g.ToolCallStart(0, "c", "rm", kind="mcp_approval", namespace="fs"),
-                         g.ToolCallDelta(0, '{"path": "/"}')])
+    composer = new_composer()
+    mcp_runner(composer, approval={"fs__rm"})
+    sink = Sink()
+    sink.add(composer.start())
+    sink.add(composer.feed([g.ToolCallStart(0, "c", "rm", namespace="fs", runner="mcp"),
+                            g.ToolCallDelta(0, '{"path": "/"}')]))
+    sink.add(composer.finish())
+    result = sink.check(schema=True)
     assert types(result) == ["response.output_item.added", "response.output_item.done", "response.completed"]
     item = result.response["output"][0]
     assert (item["type"], item["server_label"], item["arguments"]) == ("mcp_approval_request", "fs",

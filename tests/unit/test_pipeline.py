@@ -13,9 +13,9 @@ from prometheus_client import REGISTRY
 
 from responses_gateway import generation as g
 from responses_gateway.errors import UpstreamError
-from responses_gateway.pipeline import run
+from responses_gateway.pipeline import Stop, run
 
-from .streams import Sink, new_composer
+from .streams import FakeStream, Sink, new_composer
 
 TERMINALS = ("response.completed", "response.incomplete", "response.failed")
 
@@ -26,73 +26,56 @@ STEP = [
 ]
 
 
-class FakeStream:
-    """Batches from memory; raises `exc` instead of batch number `fail_at`; `aclose` may raise too."""
-
-    def __init__(self, batches: list[list], *, fail_at: int | None = None, exc: BaseException | None = None,
-                 close_exc: BaseException | None = None, log: list | None = None):
-        self.batches = batches
-        self.fail_at = fail_at
-        self.exc = exc
-        self.close_exc = close_exc
-        self.closed = 0
-        self.log = log if log is not None else []
-
-    def __aiter__(self):
-        return self._events()
-
-    async def _events(self):
-        for i, batch in enumerate(self.batches):
-            if i == self.fail_at:
-                raise self.exc
-            yield batch
-        if self.fail_at is not None and self.fail_at >= len(self.batches):
-            raise self.exc
-
-    async def aclose(self) -> None:
-        self.closed += 1
-        self.log.append("aclose")
-        if self.close_exc is not None:
-            raise self.close_exc
-
-
 class FakeLoop:
-    """The MCPLoop interface: `steps` upstream streams opened in turn; `fail` names a hook that raises."""
+    """The Steps interface (pipeline.Steps), as tools/loop.ToolLoop implements it: `steps` upstream streams
+    opened in turn (by the pipeline, on a FakeUpstream); `fail` names a hook that raises."""
 
     def __init__(self, steps: list[FakeStream], *, fail: str | None = None, incomplete: str | None = None):
         self.steps = list(steps)
         self.fail = fail
-        self.incomplete = None
         self.stop_short = incomplete
-        self.again = False
+        self.stop = None
         self.closed = 0
-        self.opened = 0
+        self.calls = 0
 
     async def prelude(self, composer):
         if self.fail == "prelude":
             raise UpstreamError("listing tools failed", code="mcp_error")
-        item, events = composer.list_tools_started("docs")
+        item, events = composer.add_item("mcp", {"id": "mcpl_1", "type": "mcp_list_tools", "server_label": "docs",
+                                                 "tools": []}, [("response.mcp_list_tools.in_progress", {})])
         yield events
-        yield composer.list_tools_done(item, [], None)
+        yield composer.end_call(item, None, [("response.mcp_list_tools.completed", {})])
 
-    async def open_next(self, composer):
-        if self.fail == "open_next" and self.opened == 1:
-            raise UpstreamError("second step refused", status=429, code="rate_limit_exceeded")
-        composer.next_step()
-        self.opened += 1
-        return self.steps.pop(0)
+    def next_call(self, composer):
+        if self.stop is not None:
+            return self.stop
+        self.calls += 1
+        return self.calls
 
     async def after_step(self, composer):
         if self.fail == "after_step":
             raise RuntimeError("bug in the loop")
-        self.again = bool(self.steps)
-        if not self.again and self.stop_short:
-            self.incomplete = self.stop_short
+        if not self.steps:
+            self.stop = Stop(self.stop_short)
         return
         yield
 
     async def aclose(self) -> None:
         self.closed += 1
+
+
+class FakeUpstream:
+    """Opens the loop's steps in turn; `fail_second` refuses the second opening."""
+
+    def __init__(self, loop: FakeLoop):
+        self.loop = loop
+        self.opened = 0
+
+    async def open(self, call):
+        if self.loop.fail == "open_next" and self.opened == 1:
+            raise UpstreamError("second step refused", status=429, code="rate_limit_exceeded")
+        self.opened += 1
+        return self.loop.steps.pop(0)
 
 
 def drive(stream, on_final=None, loop=None, log=None):
@@ -102,7 +85,7 @@ def drive(stream, on_final=None, loop=None, log=None):
     sink = Sink()
 
     async def main():
-        async for events in run(composer, stream, on_final, loop):
+        async for events in run(composer, stream, on_final, loop, upstream=FakeUpstream(loop) if loop else None):
             sink.add(events)
             log.extend(e["type"] for e in events if e["type"] in TERMINALS)
 

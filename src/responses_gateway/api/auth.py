@@ -21,6 +21,7 @@ import secrets
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import APIError
+from ..services import of
 from ..store.secrets import Secrets
 from .errors import render
 
@@ -72,7 +73,7 @@ class KeyAuth:
     """ASGI middleware: puts the caller's owner id in `scope["state"]["owner"]`.
 
     `keys` turns authentication on; the owner ids need the store's secret, so the app's startup computes
-    them into `app.state.owners` (`start_owners`)."""
+    them into the app's services (`start_owners`)."""
 
     def __init__(self, app: ASGIApp, keys: list[str]):
         self.app = app
@@ -83,7 +84,7 @@ class KeyAuth:
             return await self.app(scope, receive, send)
         owner = ""
         if self.keys:
-            checked = self._check(scope["app"].state.owners, scope)
+            checked = self._check(of(scope["app"]).owners, scope)
             if isinstance(checked, APIError):
                 if scope["type"] == "websocket" and "websocket.http.response" not in scope.get("extensions", {}):
                     return await send({"type": "websocket.close", "code": 1008})

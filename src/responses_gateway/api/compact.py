@@ -1,7 +1,8 @@
 """POST /v1/responses/compact: the conversation so far → the messages kept verbatim and one compaction item.
 
 The same compaction as a `/v1/responses` request whose input ends with a compaction trigger (respond.start
-runs it), returned as OpenAI's `response.compaction` object. Nothing is stored.
+runs it), returned as OpenAI's `response.compaction` object. Nothing is stored. A client that leaves
+before the answer closes the upstream request, as for any non-streamed response.
 """
 
 from __future__ import annotations
@@ -14,18 +15,21 @@ from .. import offload
 from ..compaction.history import kept_messages
 from ..protocol.request import parse_compact
 from ..respond import start
+from ..services import of
 from ..state import with_ids
 from .errors import error_response
-from .responses import owner, read_body
+from .responses import ClientGone, cancelled_if_client_leaves, owner, read_body
 
 
 async def compact_response(request: Request) -> Response:
-    state = request.app.state
-    raw = await read_body(request, state.settings.max_body_bytes)
-    req = (await offload.run(parse_compact, raw)).as_trigger()
-    started = await start(state, req, owner(request))
-    async for _ in started.batches:
-        pass
+    req = (await offload.run(parse_compact, await read_body(request))).as_trigger()
+    try:
+        async with cancelled_if_client_leaves(request):
+            started = await start(of(request.app), req, owner(request))
+            async for _ in started.batches:
+                pass
+    except ClientGone:
+        return Response(status_code=499)  # nobody reads it; the upstream call was closed
     final = started.final
     if final["status"] != "completed":
         error = final["error"] or {}

@@ -16,12 +16,13 @@ from .. import offload
 from ..errors import APIError
 from ..ids import new_id
 from ..protocol.conversations import parse_create, parse_items, parse_update
+from ..services import of
 from ..state import with_ids
 from ..store.base import Page
 from ..store.conversations import Conversations
 from .paging import page_body, page_params
 from .responses import owner, read_body
-from .stored import _include, _json
+from .stored import include_param, json_response
 
 
 def not_found(conversation_id: str) -> APIError:
@@ -29,7 +30,7 @@ def not_found(conversation_id: str) -> APIError:
 
 
 def _store(request: Request) -> Conversations:
-    store: Conversations | None = request.app.state.store
+    store: Conversations | None = of(request.app).store
     if store is None:
         raise APIError(400, "This gateway keeps no state (it runs with --db none): conversations are "
                        "unavailable.", code="unsupported_parameter")
@@ -37,7 +38,7 @@ def _store(request: Request) -> Conversations:
 
 
 async def _body(request: Request) -> bytes | bytearray:
-    return await read_body(request, request.app.state.settings.max_body_bytes)
+    return await read_body(request)
 
 
 async def _existing(request: Request) -> dict[str, Any]:
@@ -54,54 +55,54 @@ async def create_conversation(request: Request) -> Response:
     conversation = {"id": new_id("conv"), "object": "conversation", "created_at": int(time.time()),
                     "metadata": metadata}
     await store.create_conversation(conversation, with_ids(items), owner(request))
-    return _json(conversation)
+    return json_response(conversation)
 
 
 async def get_conversation(request: Request) -> Response:
-    return _json(await _existing(request))
+    return json_response(await _existing(request))
 
 
 async def update_conversation(request: Request) -> Response:
     metadata = parse_update(await _body(request))
     conversation = await _existing(request)
     await _store(request).update_conversation(conversation["id"], owner(request), metadata)
-    return _json({**conversation, "metadata": metadata})
+    return json_response({**conversation, "metadata": metadata})
 
 
 async def delete_conversation(request: Request) -> Response:
     cid = request.path_params["conversation_id"]
     if not await _store(request).delete_conversation(cid, owner(request)):
         raise not_found(cid)
-    return _json({"id": cid, "object": "conversation.deleted", "deleted": True})
+    return json_response({"id": cid, "object": "conversation.deleted", "deleted": True})
 
 
 async def add_items(request: Request) -> Response:
-    _include(request)
+    include_param(request)
     items = await offload.run(with_ids, await offload.run(parse_items, await _body(request)))
     conversation = await _existing(request)
     await _store(request).append_conversation(conversation["id"], owner(request), items)
-    return _json(page_body(Page(items, False)))
+    return json_response(page_body(Page(items, False)))
 
 
 async def list_items(request: Request) -> Response:
-    _include(request)
+    include_param(request)
     limit, order = page_params(request.query_params)
     cid = request.path_params["conversation_id"]
     page = await _store(request).conversation_items(cid, owner(request), after=request.query_params.get("after"),
                                                     limit=limit, order=order)
     if page is None:
         raise not_found(cid)
-    return _json(page_body(page))
+    return json_response(page_body(page))
 
 
 async def get_item(request: Request) -> Response:
-    _include(request)
+    include_param(request)
     conversation = await _existing(request)
     item_id = request.path_params["item_id"]
     item = await _store(request).conversation_item(conversation["id"], item_id, owner(request))
     if item is None:
         raise APIError(404, f"Item with id '{item_id}' not found.", code=None)
-    return _json(item)
+    return json_response(item)
 
 
 async def delete_item(request: Request) -> Response:
@@ -109,4 +110,4 @@ async def delete_item(request: Request) -> Response:
     item_id = request.path_params["item_id"]
     if not await _store(request).delete_conversation_item(conversation["id"], item_id, owner(request)):
         raise APIError(404, f"Item with id '{item_id}' not found.", code=None)
-    return _json(conversation)
+    return json_response(conversation)

@@ -25,7 +25,7 @@ def error_response(status: int, body: dict[str, Any], headers: dict[str, Any] | 
 
 
 def render(exc: APIError) -> Response:
-    return error_response(exc.status, exc.body())
+    return error_response(exc.status, exc.body(), exc.headers() or None)
 
 
 async def on_api_error(request: Request, exc: APIError) -> Response:

@@ -14,12 +14,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import offload, tokens
-from ..protocol.request import CreateResponse, Reasoning, Text, _check_semantics, _Model, _to_api_error
+from ..protocol.request import CreateResponse, Reasoning, StrictModel, Text, check_semantics, to_api_error
 from ..respond import prepare
-from .responses import owner, read_body
+from ..services import of
+from .responses import ClientGone, cancelled_if_client_leaves, owner, read_body
 
 
-class InputTokensRequest(_Model):
+class InputTokensRequest(StrictModel):
     model: str | None = None
     input: str | list[dict[str, Any]] | None = None
     instructions: str | None = None
@@ -38,19 +39,22 @@ def parse(raw: bytes | bytearray) -> CreateResponse:
     try:
         body = InputTokensRequest.model_validate_json(raw or b"{}")
     except ValidationError as exc:
-        raise _to_api_error(exc) from None
+        raise to_api_error(exc) from None
     fields = body.model_dump(exclude_none=True, exclude={"personality"}, by_alias=True)
     req = CreateResponse.model_construct(**{"model": "", **fields, "reasoning": body.reasoning, "text": body.text})
-    _check_semantics(req)
+    check_semantics(req)
     return req
 
 
 async def count_input_tokens(request: Request) -> Response:
-    state = request.app.state
-    req = await offload.run(parse, await read_body(request, state.settings.max_body_bytes))
-    prepared = await prepare(state, req, owner(request))
-    counter = getattr(prepared.upstream, "count_tokens", None)
-    count = await counter(prepared.call) if counter is not None else None
+    req = await offload.run(parse, await read_body(request))
+    try:
+        async with cancelled_if_client_leaves(request):  # an upstream count must not outlive its client
+            prepared = await prepare(of(request.app), req, owner(request))
+            counter = getattr(prepared.upstream, "count_tokens", None)
+            count = await counter(prepared.call) if counter is not None else None
+    except ClientGone:
+        return Response(status_code=499)
     if count is None:
         count = tokens.estimate(prepared.call.items, req.instructions, req.tools)
     return Response(orjson.dumps({"object": "response.input_tokens", "input_tokens": count}),

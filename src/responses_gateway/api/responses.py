@@ -1,10 +1,20 @@
-"""POST /v1/responses over HTTP: read and validate the body, start the response, stream it or return it whole."""
+"""POST /v1/responses over HTTP: validate the body (read before admission: api/admission.py), start the
+response, stream it or return it whole.
+
+A stream whose upstream has not answered within `--sse-keepalive` seconds starts anyway: its headers go out
+then, and keep-alive comments every `--sse-keepalive` seconds after, so a client (and every proxy between)
+gets a byte while a model server is slow to answer. An upstream that answers within that grace and refuses
+the request (a model that does not exist, a bad parameter) still gets its own HTTP status; one that refuses
+later is reported in the stream, as OpenAI reports a refusal it finds late: `response.created`,
+`response.in_progress`, `error` and `response.failed`, nothing stored (docs/faults.md).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import orjson
@@ -12,52 +22,59 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import offload
-from ..errors import APIError, invalid
-from ..protocol.bounds import Bounds, InputLayout, check_body
+from ..composer import Composer
+from ..door import too_large
+from ..errors import SERVER_ERROR, APIError
+from ..logs import RESPONSE_ID
+from ..protocol.bounds import InputLayout
 from ..protocol.request import CreateResponse, parse_request
-from ..respond import start
+from ..protocol.response import skeleton
+from ..protocol.tools import ToolSet, normalize_tools
+from ..respond import Started, start
+from ..services import Services, of
+from .admission import body_of, hand_over
 from .errors import error_response
 from .streaming import EventStreamResponse
 
+log = logging.getLogger("responses_gateway")
 
-async def read_body(request: Request, limit: int) -> bytes | bytearray:
-    """The whole body, refused with a 413 above `limit` bytes and a 400 when it costs too much to parse."""
-    raw, _ = await _read_checked(request, limit)
+
+async def read_body(request: Request, limit: int | None = None) -> bytes | bytearray:
+    """The body, refused with a 413 above `limit` bytes (an endpoint's own bound; --max-body-bytes always
+    holds) and a 400 when it costs too much to parse."""
+    raw, _ = await read_checked(request, limit)
     return raw
 
 
 async def read_request(request: Request) -> CreateResponse:
     """The validated body of POST /v1/responses; a large one is parsed in a worker thread, its input items
     one by one (so no single step holds the GIL for long)."""
-    settings = request.app.state.settings
-    raw, layout = await _read_checked(request, settings.max_body_bytes)
-    req = await offload.run(parse_request, raw, layout if offload.is_large() else None)
-    if isinstance(req.input, list) and len(req.input) > settings.max_input_items:
-        raise invalid(f"Invalid 'input': array too long. Expected an array with maximum length "
-                      f"{settings.max_input_items}, but got an array with length {len(req.input)} instead.",
-                      "input", "array_above_max_length")
-    return req
+    raw, layout = await read_checked(request)
+    return await offload.run(parse_request, raw, layout if offload.is_large() else None)
 
 
-async def _read_checked(request: Request, limit: int) -> tuple[bytes | bytearray, InputLayout | None]:
-    raw = await _read(request, limit)
+async def read_checked(request: Request, limit: int | None = None) -> tuple[bytes | bytearray, InputLayout | None]:
+    door = of(request.app).door
+    raw = body_of(request.scope)  # read before admission (api/admission.py)
+    if raw is None:  # none, or a multipart body its endpoint reads as it comes
+        raw = await read_streamed(request, door.limits.max_body_bytes if limit is None else limit)
+    elif limit is not None and len(raw) > limit:
+        raise too_large(limit)
     offload.mark(len(raw))  # what this request's items cost is paid in a worker thread too (offload.py)
-    settings = request.app.state.settings
-    layout = await offload.run(check_body, raw, Bounds(settings.max_json_depth, settings.max_json_containers))
+    layout = await offload.run(door.scan, raw)
     return raw, layout
 
 
-async def _read(request: Request, limit: int) -> bytes | bytearray:
-    too_large = APIError(413, f"Request body too large: the limit is {limit} bytes.", code="request_too_large")
+async def read_streamed(request: Request, limit: int) -> bytearray:
+    """Appended chunk by chunk as it arrives: one join of tens of MB at the end would be a single step of
+    tens of milliseconds on the event loop (most of it page faults on the fresh memory)."""
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > limit:
-        raise too_large
-    # Appended chunk by chunk as it arrives: one join of tens of MB at the end would be a single step of
-    # tens of milliseconds on the event loop (most of it page faults on the fresh memory).
+        raise too_large(limit)
     body = bytearray()
     async for chunk in request.stream():
         if len(body) + len(chunk) > limit:
-            raise too_large
+            raise too_large(limit)
         body += chunk
     return body
 
@@ -100,38 +117,114 @@ async def cancelled_if_client_leaves(request: Request) -> AsyncIterator[None]:
 
 
 async def create_response(request: Request) -> Response | EventStreamResponse:
-    state = request.app.state
+    services = of(request.app)
     req = await read_request(request)
     if req.background:
-        return await _background(state, req, owner(request))
+        return await _background(services, request, req)
     try:
         async with cancelled_if_client_leaves(request):
-            started = await start(state, req, owner(request))
-            if not req.stream:
-                async for _ in started.batches:
-                    pass
+            if req.stream:
+                return await open_stream(services, req, owner(request))
+            started = await start(services, req, owner(request))
+            async for _ in started.batches:
+                pass
     except ClientGone:
         return Response(status_code=499)  # nobody reads it; the upstream call was closed
-    if req.stream:
-        return EventStreamResponse(started.batches, state.settings.sse_keepalive or None)
     final = started.final
     if final["status"] == "failed":
-        kept = req.store is not False and await is_stored(state, final["id"], owner(request))
+        kept = req.store is not False and await is_stored(services, final["id"], owner(request))
         return failed_response(final, stored=kept)
     return Response(orjson.dumps(final), media_type="application/json")
 
 
-async def is_stored(state: Any, response_id: str, owner: str) -> bool:
+async def is_stored(services: Services, response_id: str, owner: str) -> bool:
     """Whether GET /v1/responses/{id} finds the response now: a failed response whose write failed too is not
     there, and the store is asked rather than assumed. Bounded like /health: the database that just
     refused a write may not answer at all."""
-    if state.store is None:
+    if services.store is None:
         return False
     try:
-        found = await asyncio.wait_for(state.store.get(response_id, owner), state.settings.health_db_timeout)
+        found = await asyncio.wait_for(services.store.get(response_id, owner), services.settings.health_db_timeout)
     except Exception:
         return False
     return found is not None
+
+
+async def open_stream(services: Services, req: CreateResponse, who: str) -> EventStreamResponse:
+    """The SSE response, once the response has started or `--sse-keepalive` seconds have passed."""
+    keepalive = services.settings.sse_keepalive or None
+    if keepalive is None:  # no keep-alive, no grace: the stream starts when the upstream answers
+        return EventStreamResponse((await start(services, req, who)).batches, None)
+    opening = asyncio.ensure_future(start(services, req, who))
+    try:
+        await within(opening, keepalive)
+    except asyncio.CancelledError:  # the client left: the upstream request is closed
+        opening.cancel()
+        raise
+    if opening.done():
+        started = opening.result()  # or the refusal, as an HTTP error
+        RESPONSE_ID.set(started.final["id"])  # set in the task that started it: this request's logs name it too
+        return EventStreamResponse(started.batches, keepalive)
+    opening.add_done_callback(_retrieve)  # a refusal nobody awaits (the client left) is not logged as lost
+    return EventStreamResponse(started_late(opening, req, services), keepalive)
+
+
+async def started_late(opening: asyncio.Future[Started], req: CreateResponse,
+                       services: Services) -> AsyncGenerator[list[dict[str, Any]], None]:
+    """The batches of a response whose stream began before it started; a refusal by then is in the stream.
+    (Its id is known only in the task that started it, so this request's access line shows none.)"""
+    started = None
+    try:
+        try:
+            started = await opening
+        except APIError as exc:
+            yield refused(req, exc, services)
+            return
+        except Exception:
+            log.exception("starting a streamed response failed inside the gateway")
+            yield refused(req, SERVER_ERROR, services)
+            return
+        async for events in started.batches:
+            yield events
+    finally:
+        if started is not None:
+            await started.batches.aclose()
+        else:
+            opening.cancel()
+
+
+def refused(req: CreateResponse, error: APIError, services: Services) -> list[dict[str, Any]]:
+    """A refusal that came after the stream began: `response.created`, `response.in_progress`, `error`,
+    `response.failed`, as OpenAI streams one (nothing is stored, as nothing is for a refusal before it)."""
+    try:
+        tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=services.settings.hosted_tools)
+    except APIError:
+        tools = ToolSet()
+    composer = Composer(skeleton(req, tools))
+    return composer.start() + composer.fail(error.code, error.message, type=error.type, param=error.param)
+
+
+async def within(task: asyncio.Future[Started], seconds: float) -> None:
+    """Wait until `task` is done or `seconds` have passed, leaving it running (asyncio.wait without the sets)."""
+    loop = asyncio.get_running_loop()
+    waiter = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    task.add_done_callback(wake)
+    timer = loop.call_later(seconds, wake)
+    try:
+        await waiter
+    finally:
+        timer.cancel()
+        task.remove_done_callback(wake)
+
+
+def _retrieve(future: asyncio.Future[Started]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def failed_response(final: dict[str, Any], *, stored: bool) -> Response:
@@ -145,16 +238,24 @@ def failed_response(final: dict[str, Any], *, stored: bool) -> Response:
                                           "code": error.get("code")}}, headers={"x-response-id": rid})
 
 
-async def _background(state: Any, req: CreateResponse, key: str) -> Response | EventStreamResponse:
+async def _background(services: Services, request: Request, req: CreateResponse) -> Response | EventStreamResponse:
     """Start a background response (background.py) and answer at once: the queued response, or a stream that
-    follows its event log (a client that leaves does not stop the response)."""
-    jobs = state.background
+    follows its event log (a client that leaves does not stop the response). The job holds the request's
+    admission until the response ends."""
+    jobs = services.background
     if jobs is None:
         raise APIError(400, "Background responses need a response store; this gateway runs with --db none.",
                        param="background", code="invalid_value")
     jobs.admit()
-    started = await start(state, req, key)
-    queued = await jobs.submit(started)
+    key = owner(request)
+    started = await start(services, req, key)
+    ticket = hand_over(request.scope)
+    try:
+        queued = await jobs.submit(started, ticket)
+    except BaseException:
+        if ticket is not None:
+            await ticket.release()
+        raise
     if req.stream:
         return EventStreamResponse(jobs.follow(queued["id"], key, -1), encoded=True)
     return Response(orjson.dumps(queued), media_type="application/json")

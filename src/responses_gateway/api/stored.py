@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.requests import Request
@@ -10,29 +10,32 @@ from starlette.responses import Response
 
 from ..errors import APIError, invalid
 from ..protocol.reasoning import seal
-from ..protocol.request import INCLUDE_VALUES
+from ..protocol.request import check_include
+from ..services import of
 from ..state import not_found
+from ..tools.history import shown_items
 from .paging import page_body, page_params
 from .responses import owner
 from .streaming import EventStreamResponse
 
+if TYPE_CHECKING:
+    from ..background import Background
 
-def _json(obj: Any) -> Response:
+
+def json_response(obj: Any) -> Response:
     return Response(orjson.dumps(obj), media_type="application/json")
 
 
-def _include(request: Request) -> list[str]:
+def include_param(request: Request) -> list[str]:
+    """The `include` query values, each checked."""
     values = request.query_params.getlist("include") + request.query_params.getlist("include[]")
-    for i, value in enumerate(values):
-        if value not in INCLUDE_VALUES:
-            raise invalid(f"Invalid value: '{value}'. Supported values are: "
-                          + ", ".join(f"'{v}'" for v in INCLUDE_VALUES) + ".", f"include[{i}]")
+    check_include(values)
     return values
 
 
 async def _get(request: Request) -> dict[str, Any]:
     response_id = request.path_params["response_id"]
-    store = request.app.state.store
+    store = of(request.app).store
     found: dict[str, Any] | None = await store.get(response_id, owner(request)) if store is not None else None
     if found is None:
         raise not_found(response_id)
@@ -40,10 +43,11 @@ async def _get(request: Request) -> dict[str, Any]:
 
 
 async def get_response(request: Request) -> Response | EventStreamResponse:
-    include = _include(request)
+    include = include_param(request)
     if request.query_params.get("stream") in ("true", "1"):
         return await _stream(request)
     obj = await _get(request)
+    obj["output"] = shown_items(obj["output"], include)  # a tool's results only when include asks for them
     wanted = "reasoning.encrypted_content" in include
     for item in obj["output"]:
         if item.get("type") != "reasoning":
@@ -53,15 +57,15 @@ async def get_response(request: Request) -> Response | EventStreamResponse:
         elif not item.get("encrypted_content"):
             parts = item.get("content") or item.get("summary") or ()
             item["encrypted_content"] = seal("".join(p.get("text", "") for p in parts))
-    return _json(obj)
+    return json_response(obj)
 
 
 async def delete_response(request: Request) -> Response:
     response_id = request.path_params["response_id"]
-    store = request.app.state.store
+    store = of(request.app).store
     if store is None or not await store.delete(response_id, owner(request)):
         raise not_found(response_id)
-    return _json({"id": response_id, "object": "response.deleted", "deleted": True})
+    return json_response({"id": response_id, "object": "response.deleted", "deleted": True})
 
 
 def _starting_after(request: Request) -> int:
@@ -86,9 +90,9 @@ async def _stream(request: Request) -> EventStreamResponse:
     if not obj.get("background"):
         raise APIError(400, "Only responses created with background=true can be streamed.", param="stream",
                        code=None)
-    jobs = request.app.state.background
+    jobs = background_of(request)
     if await jobs.log_expired(obj):
-        hours = request.app.state.settings.event_retention_hours
+        hours = of(request.app).settings.event_retention_hours
         raise APIError(400, f"The events of response '{obj['id']}' are no longer kept (event logs are kept "
                             f"{hours:g} hours); retrieve the response without stream=true.", param="stream",
                        code="event_log_expired")
@@ -99,19 +103,29 @@ async def cancel_response(request: Request) -> Response:
     obj = await _get(request)
     if not obj.get("background"):
         raise APIError(400, "Only responses created with background=true can be cancelled.", code=None)
-    return _json(await request.app.state.background.cancel(obj, owner(request)))
+    ended = await background_of(request).cancel(obj, owner(request))
+    return json_response({**ended, "output": shown_items(ended.get("output") or [], ())})
+
+
+def background_of(request: Request) -> Background:
+    """The background jobs, there whenever a stored response was found (both come with the store)."""
+    jobs = of(request.app).background
+    if jobs is None:
+        raise RuntimeError("a response was found in the store, but background jobs (which come with it) are not")
+    return jobs
 
 
 async def list_input_items(request: Request) -> Response:
     q = request.query_params
-    _include(request)
+    include = include_param(request)
     limit, order = page_params(q)
     response_id = request.path_params["response_id"]
-    store = request.app.state.store
+    store = of(request.app).store
     page = None
     if store is not None:
         page = await store.input_items(response_id, owner(request), after=q.get("after"), before=q.get("before"),
                                        limit=limit, order=order)
     if page is None:
         raise not_found(response_id)
-    return _json(page_body(page))
+    page.items = shown_items(page.items, include)
+    return json_response(page_body(page))

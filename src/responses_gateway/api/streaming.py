@@ -15,18 +15,12 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
-from ..eventlog import ends_terminal
-from ..sse import DONE, encode_all
-
-TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
+from ..sse import DONE, encode_all, ends, ends_terminal
 
 
 def _as_is(chunk: bytes) -> bytes:
     return chunk
 
-
-def _ends(events: list[dict[str, Any]]) -> bool:
-    return bool(events) and events[-1]["type"] in TERMINAL
 
 HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -48,7 +42,7 @@ class EventStreamResponse:
         self.batches = batches
         self.keepalive = keepalive  # seconds of silence before a comment goes out; None: never
         self.encode: Callable[[Any], bytes] = _as_is if encoded else encode_all
-        self.ends: Callable[[Any], bool] = ends_terminal if encoded else _ends
+        self.ends: Callable[[Any], bool] = ends_terminal if encoded else ends
         self._gone = False  # the client went away
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

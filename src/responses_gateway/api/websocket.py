@@ -4,8 +4,11 @@ The client sends text frames `{"type": "response.create", ...the POST body...}`;
 with the very events an SSE stream carries (the same composer makes them), one JSON object per text frame,
 no `[DONE]`. Requests are answered strictly in order: a reader task takes frames off the socket and queues
 them, a worker runs them one by one, so even an error frame for a bad frame never lands inside the events of
-a running response. A request that fails before its stream starts gets an error frame
-`{"type": "error", "status": N, "error": {...}}` and the connection stays usable.
+a running response. Each response.create passes the front door (door.py) as an HTTP request does: the same
+admission (in flight, per-key concurrency and rate; its place held until its last event is sent) and the same
+bounds. A request refused there, or that fails before its stream starts, gets an error frame
+`{"type": "error", "status": N, "error": {...}}` with the status and code HTTP would answer, and the
+connection stays usable.
 
 `response.processed` (Codex acknowledges every response with it) is ignored without a reply: an error frame
 there would be read as the answer to the client's next request. The connection's most recent response is
@@ -26,11 +29,12 @@ from typing import Any
 import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .. import metrics, offload
-from ..errors import SERVER_ERROR, APIError
-from ..protocol.bounds import Bounds, check_body, loads
+from .. import access, metrics, offload
+from ..errors import SERVER_ERROR, APIError, RateLimited
+from ..protocol.bounds import loads
 from ..protocol.request import request_from
 from ..respond import start
+from ..services import Services, of
 from .errors import error_response
 from .ws_cache import LastResponse
 
@@ -47,12 +51,17 @@ MESSAGES = {kind: metrics.websocket_messages.labels(type=kind)
 
 
 async def responses_websocket(websocket: WebSocket) -> None:
-    state = websocket.app.state
-    if state.settings.websocket == "off":
+    services = of(websocket.app)
+    if services.settings.websocket == "off":
         return await refuse(websocket)
     await websocket.accept()
     metrics.websocket_connections.inc()
-    await Connection(websocket, state).serve()
+    opened = access.websocket_opened(websocket.scope) if services.settings.access_log else None
+    try:
+        await Connection(websocket, services).serve()
+    finally:
+        if opened is not None:
+            access.websocket_closed(websocket.scope, opened)
 
 
 async def refuse(websocket: WebSocket) -> None:
@@ -90,12 +99,12 @@ Job = _Create | APIError | _Limit  # a response.create frame, an error to answer
 
 
 class Connection:
-    def __init__(self, websocket: WebSocket, state: Any):
+    def __init__(self, websocket: WebSocket, services: Services):
         self.websocket = websocket
-        self.state = state
-        self.settings = state.settings
+        self.services = services
+        self.settings = services.settings
         self.owner = websocket.scope.get("state", {}).get("owner", "")
-        self.last = LastResponse(state.store)
+        self.last = LastResponse(services.store)
         self.queue: asyncio.Queue[Job] = asyncio.Queue()
 
     async def serve(self) -> None:
@@ -129,14 +138,13 @@ class Connection:
 
     def parse(self, data: str | bytes) -> dict[str, Any] | APIError | None:
         """A response.create frame, the error to answer instead, or None for a frame that needs no answer."""
-        limit = self.settings.max_body_bytes
-        if len(data) > limit:
-            return APIError(413, f"Message too large: the limit is {limit} bytes.", code="request_too_large")
+        door = self.services.door  # the bounds of an HTTP body
         try:
+            door.check_size(len(data), "Message")
             raw = data.encode() if isinstance(data, str) else data
-            layout = check_body(raw, Bounds(self.settings.max_json_depth, self.settings.max_json_containers))
+            layout = door.scan(raw)
             frame = loads(raw, layout if offload.is_large() else None)
-        except APIError as exc:  # too deep, too many objects, an integer wider than 64 bits
+        except APIError as exc:  # too large, too deep, too many objects, an integer wider than 64 bits
             return exc
         except orjson.JSONDecodeError as exc:
             return APIError(400, f"The message is not valid JSON: {exc}.", code="invalid_json")
@@ -166,6 +174,18 @@ class Connection:
             pass  # OSError into WebSocketDisconnect); the reader sees the disconnect and ends the connection
 
     async def respond(self, frame: dict[str, Any]) -> None:
+        """One turn, admitted as an HTTP request is (door.py); its place is held until its last event is sent."""
+        try:
+            ticket = await self.services.door.admit(self.owner)
+        except RateLimited as exc:
+            self.last.forget()
+            return await self.send(error_frame(exc))
+        try:
+            await self.turn(frame)
+        finally:
+            await ticket.release()
+
+    async def turn(self, frame: dict[str, Any]) -> None:
         last = self.last
         try:
             generate = frame.get("generate", True)
@@ -181,7 +201,7 @@ class Connection:
             async def then(final: dict[str, Any]) -> None:  # after the store, before the terminal event goes out
                 last.remember(started.composer.stored(), started.history)
 
-            started = await start(self.state, req, self.owner, resolver=last.resolve, then=then,
+            started = await start(self.services, req, self.owner, resolver=last.resolve, then=then,
                                   generate=generate)
         except APIError as exc:
             last.forget()

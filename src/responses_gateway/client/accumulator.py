@@ -17,6 +17,7 @@ from .output import Item, Part
 from .reorder import Reorder
 
 ENDED_EARLY = "stream_ended"
+IDENTITY = ("id", "call_id")  # what names an item to the client: kept as first streamed
 
 
 class Accumulator:
@@ -276,6 +277,8 @@ class Accumulator:
         item.open(out)
         kind = payload.get("type") or item.type
         for key, value in payload.items():
+            if synthesized and key in IDENTITY and item.payload.get(key):
+                continue  # the terminal's own names for a streamed item: the streamed ones were seen
             if key in ("content", "summary") and isinstance(value, list):
                 item.sync_parts(key, value)
             elif key == ARG_FIELD.get(kind or ""):
@@ -387,16 +390,43 @@ class Accumulator:
 
     # -- the end -----------------------------------------------------------------------------------------
 
+    def _streamed_as(self, payload: dict[str, Any], after: int) -> int | None:
+        """The streamed item a terminal `output` entry is, or None for one never streamed. By id when the
+        id was streamed; else the first item after `after` (the last one matched) of the same type and, for
+        a tool call, the same name. Not by position or id alone: servers list items under new ids and call
+        ids, and leave out items they streamed (vLLM, a Qwen model's empty message before its tool call)."""
+        item_id = payload.get("id")
+        if isinstance(item_id, str) and item_id in self._ids:
+            return self._ids[item_id].index
+        kind = payload.get("type")
+        name = payload.get("name")
+        for index in sorted(self._items):
+            if index <= after:
+                continue
+            item = self._items[index]
+            known = item.payload.get("name")
+            if item.type in (None, kind) and not (isinstance(name, str) and isinstance(known, str) and name
+                                                  and known and name != known):
+                return index
+        return None
+
     def _finish(self, ev: dict[str, Any], out: list[Event]) -> None:
         response = obj(ev.get("response"))
         status = TERMINAL[ev["type"]]
         output = response.get("output")
         if isinstance(output, list):
             # The terminal's items are the final word on items whose .done never came.
-            for position, payload in enumerate(output):
-                if isinstance(payload, dict):
-                    self._item_done({"type": "response.output_item.done", "output_index": position,
-                                     "item": payload}, out, synthesized=True)
+            after = -1
+            for payload in output:
+                if not isinstance(payload, dict):
+                    continue
+                index = self._streamed_as(payload, after)
+                if index is None:
+                    index = max(self._items, default=-1) + 1
+                else:
+                    after = max(after, index)
+                self._item_done({"type": "response.output_item.done", "output_index": index, "item": payload},
+                                out, synthesized=True)
         closing = "completed" if status == "completed" else "incomplete"
         for item in self._open_items():
             item.close(closing, out)

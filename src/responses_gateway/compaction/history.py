@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import APIError
-from ..mcp.history import CLIENT_CALLS as CALLS
 from ..tokens import item_tokens
+from ..tools.history import CLIENT_CALLS as CALLS
 
 KINDS = ("compaction", "context_compaction", "compaction_trigger")
 OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search_output")

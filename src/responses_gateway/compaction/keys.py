@@ -16,7 +16,7 @@ import hashlib
 import logging
 import os
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from cryptography.exceptions import InvalidTag
@@ -25,6 +25,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ..errors import APIError
+
+if TYPE_CHECKING:
+    from ..services import Services
 
 log = logging.getLogger("responses_gateway.compaction")
 
@@ -72,17 +75,17 @@ def unopenable(where: str, why: str) -> APIError:
                     param=f"{where}.encrypted_content", code="invalid_encrypted_content")
 
 
-async def keyring(state: Any) -> Keyring:
+async def keyring(services: Services) -> Keyring:
     """The app's keyring, made on first use (requests without compaction never pay for it)."""
-    ring = getattr(state, "compaction_keyring", None)
+    ring = services.keyring
     if ring is None:
-        configured = state.settings.compaction_keys()
+        configured = services.settings.compaction_keys()
         if not configured:
             fresh = secrets.token_urlsafe(32)
-            if state.store is not None:
-                configured = [await state.store.secret(STORE_NAME, fresh)]
+            if services.store is not None:
+                configured = [await services.store.secret(STORE_NAME, fresh)]
             else:
                 log.warning("no --compaction-key and no store: compaction items open only in this process")
                 configured = [fresh]
-        ring = state.compaction_keyring = Keyring(configured)
+        ring = services.keyring = Keyring(configured)
     return ring

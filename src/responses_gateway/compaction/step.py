@@ -16,22 +16,24 @@ item.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..composer import Composer
 from ..errors import APIError, UpstreamError
-from ..mcp.history import lower_mcp
+from ..pipeline import Events, Stop
 from ..protocol.request import CreateResponse, compact_threshold
 from ..protocol.tools import found_tools, normalize_tools
 from ..tokens import estimate
-from ..upstreams.base import Call, EventStream, Upstream
+from ..tools.history import lower_tools
+from ..upstreams.base import Call
 from .history import has_compaction, lower_compaction, misplaced_trigger, sealed
 from .keys import Keyring, keyring
 
 if TYPE_CHECKING:
-    from ..mcp.loop import MCPLoop
-    from ..observe import Observation
+    from ..services import Services
+    from ..tools.loop import ToolLoop
 
 log = logging.getLogger("responses_gateway.compaction")
 
@@ -61,11 +63,12 @@ class Plan:
         self.summarize = summarize
 
     def render(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Raw items → what upstreams see (compaction items and MCP items lowered)."""
-        return lower_mcp(lower_compaction(items, self.summaries))
+        """Raw items → what upstreams see (compaction items and gateway-run tools' items lowered)."""
+        return lower_tools(lower_compaction(items, self.summaries))
 
 
-async def plan_compaction(state: Any, req: CreateResponse, history: list[dict[str, Any]], owner: str, trigger: bool) -> Plan:
+async def plan_compaction(services: Services, req: CreateResponse, history: list[dict[str, Any]], owner: str,
+                          trigger: bool) -> Plan:
     """Raises APIError (400) before any event for a misplaced trigger or an item that does not open."""
     problem = misplaced_trigger(history)
     if problem is not None:
@@ -75,7 +78,7 @@ async def plan_compaction(state: Any, req: CreateResponse, history: list[dict[st
     ring = None
     summaries: dict[str, str] = {}
     if has_compaction(history):
-        ring = await keyring(state)
+        ring = await keyring(services)
         for i, item in enumerate(history):
             content = sealed(item)
             if content is not None and content not in summaries:
@@ -85,7 +88,7 @@ async def plan_compaction(state: Any, req: CreateResponse, history: list[dict[st
     if not trigger and threshold is not None:
         result.summarize = estimate(result.render(history), req.instructions, req.tools) > threshold
     if result.summarize and result.ring is None:
-        result.ring = await keyring(state)
+        result.ring = await keyring(services)
     return result
 
 
@@ -101,42 +104,40 @@ def summary_call(call: Call, history: list[dict[str, Any]], plan_: Plan, hosted_
 
 
 class CompactionStep:
-    """The pipeline's step protocol (as mcp/loop.MCPLoop): summary first, then — threshold use only — the
-    answer, itself run by an MCP loop when the request has MCP tools."""
+    """The pipeline's Steps (as tools/loop.ToolLoop): summary first, then — threshold use only — the
+    answer, itself run by a tool loop when the request has gateway-run tools."""
 
-    def __init__(self, plan_: Plan, call: Call, history: list[dict[str, Any]], upstream: Upstream, *, answer: bool,
-                 hosted_policy: str, mcp_loop: Callable[[Call], MCPLoop] | None = None):
+    def __init__(self, plan_: Plan, call: Call, history: list[dict[str, Any]], *, answer: bool, hosted_policy: str,
+                 tool_loop: Callable[[Call], ToolLoop] | None = None):
         self.plan = plan_
         self.call = call  # the answer step's call
         self.history = history
-        self.upstream = upstream
         self.answer = answer
-        self.mcp_loop = mcp_loop
+        self.tool_loop = tool_loop
         self.summary_call = summary_call(call, history, plan_, hosted_policy)
-        self.inner: MCPLoop | None = None  # the MCP loop running the answer
+        self.inner: ToolLoop | None = None  # the tool loop running the answer
         self.summarised = False
-        self.again = False
-        self.incomplete: str | None = None
-        self.seen: Observation | None = None  # handed on to the MCP loop
+        self.stop: Stop | None = None
 
-    async def prelude(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]:
+    async def prelude(self, composer: Composer) -> AsyncIterator[Events]:
         composer.capture()
         return
         yield
 
-    def open_next(self, composer: Composer) -> Awaitable[EventStream]:
+    def next_call(self, composer: Composer) -> Call | Stop:
+        if self.stop is not None:
+            return self.stop
         if self.inner is not None:
-            return self.inner.open_next(composer)
-        composer.next_step()
-        return self.upstream.open(self.call)
+            return self.inner.next_call(composer)
+        return self.call
 
-    async def after_step(self, composer: Composer) -> AsyncIterator[list[dict[str, Any]]]:
+    async def after_step(self, composer: Composer) -> AsyncIterator[Events]:
         if self.summarised:
-            self.again = False
-            if self.inner is not None:
-                async for events in self.inner.after_step(composer):
-                    yield events
-                self.again, self.incomplete = self.inner.again, self.inner.incomplete
+            if self.inner is None:
+                self.stop = Stop()
+                return
+            async for events in self.inner.after_step(composer):
+                yield events
             return
         self.summarised = True
         summary = "".join(composer.captured or ())
@@ -156,14 +157,13 @@ class CompactionStep:
         self.plan.summaries[content] = summary
         yield composer.compaction(content)
         if not self.answer:
+            self.stop = Stop()
             return
-        self.call.items = self.plan.render([*self.history, *composer.output])
-        if self.mcp_loop is not None:
-            self.inner = self.mcp_loop(self.call)
-            self.inner.seen = self.seen
+        self.call = replace(self.call, items=self.plan.render([*self.history, *composer.output]))
+        if self.tool_loop is not None:
+            self.inner = self.tool_loop(self.call)
             async for events in self.inner.prelude(composer):
                 yield events
-        self.again = True
 
     async def aclose(self) -> None:
         if self.inner is not None:

@@ -37,6 +37,7 @@ TEXT_STREAMS: dict[str, tuple[str, str | None]] = {
     "response.function_call_arguments": ("arguments", None),
     "response.custom_tool_call_input": ("input", None),
     "response.mcp_call_arguments": ("arguments", None),
+    "response.code_interpreter_call_code": ("code", None),
 }
 
 #: (added, done) event pairs that open and close a part; the index field says which list of the item it is in.
@@ -60,6 +61,9 @@ ID_PREFIXES = {
     "mcp_call": "mcp_",
     "mcp_list_tools": "mcpl_",
     "mcp_approval_request": "mcpr_",
+    "web_search_call": "ws_",
+    "code_interpreter_call": "ci_",
+    "file_search_call": "fs_",
 }
 
 KNOWN_EVENT_TYPES = frozenset(
@@ -72,6 +76,9 @@ KNOWN_EVENT_TYPES = frozenset(
         for what in ("mcp_call", "mcp_list_tools")
         for state in ("in_progress", "completed", "failed")
     }
+    | {f"response.web_search_call.{state}" for state in ("in_progress", "searching", "completed")}
+    | {f"response.code_interpreter_call.{state}" for state in ("in_progress", "interpreting", "completed")}
+    | {f"response.file_search_call.{state}" for state in ("in_progress", "searching", "completed")}
 )
 
 #: Every rule: id -> what it demands. The ids are stable: reports, --only filters and docs/check.md use them.

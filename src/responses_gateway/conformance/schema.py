@@ -200,6 +200,146 @@ DIFFERENCES: dict[str, dict[str, Any]] = {
             },
         },
     },
+    "web_search": {
+        "why": "The document has no web search shapes; OpenAI defines the `web_search` tool (and "
+        "web_search_preview, dated aliases), web_search_call items whose `action` is search / open_page / "
+        "find_in_page, and the response.web_search_call.in_progress / .searching / .completed events (openai SDK: "
+        "WebSearchTool, WebSearchPreviewTool, ResponseFunctionWebSearch, ResponseWebSearchCall*Event; "
+        "recordings/openai_builtin_tools/builtin-tool-web_search-*.yaml).",
+        "schemas": {
+            "WebSearchTool": _obj(
+                {"type": {"enum": ["web_search", "web_search_2025_08_26", "web_search_preview",
+                                   "web_search_preview_2025_03_11"]}},
+                {"search_context_size": {"enum": ["low", "medium", "high", None]},
+                 "user_location": {"type": ["object", "null"]}, "filters": {"type": ["object", "null"]},
+                 "external_web_access": {"type": ["boolean", "null"]}},
+                _TOOL,
+            ),
+            "WebSearchCall": _obj(
+                {"type": _type("web_search_call"), "id": _STR,
+                 "status": {"enum": ["in_progress", "searching", "completed", "failed", "incomplete"]}},
+                {"action": {
+                    "type": "object",
+                    "required": ["type"],
+                    "properties": {
+                        "type": {"enum": ["search", "open_page", "find_in_page"]},
+                        "query": _NULLABLE_STR,
+                        "queries": {"type": ["array", "null"], "items": _STR},
+                        "url": _NULLABLE_STR,
+                        "pattern": _STR,
+                        "sources": {"type": ["array", "null"], "items": _obj({"type": _type("url"), "url": _STR})},
+                    },
+                }},
+                _OUTPUT_AND_INPUT,
+            ),
+            **{
+                f"WebSearchCall{state}StreamingEvent": _item_event(f"response.web_search_call.{status}")
+                for state, status in (("InProgress", "in_progress"), ("Searching", "searching"),
+                                      ("Completed", "completed"))
+            },
+        },
+    },
+    "hosted_tool_choice": {
+        "why": "The document's response tool_choice has no hosted-tool form; OpenAI echoes the one a request "
+        "gave, e.g. {\"type\": \"web_search_preview\"} (openai SDK: ToolChoiceTypes, ToolChoiceMcp).",
+        "schemas": {
+            "HostedToolChoice": _obj({"type": {"enum": [
+                "file_search", "web_search", "web_search_2025_08_26", "web_search_preview",
+                "web_search_preview_2025_03_11", "code_interpreter", "image_generation", "computer_use_preview",
+                "mcp"]}}),
+        },
+        "add_properties": {"ResponseResource": {"tool_choice": {"oneOf": [
+            {"$ref": "#/components/schemas/FunctionToolChoice"}, {"$ref": "#/components/schemas/ToolChoiceValueEnum"},
+            {"$ref": "#/components/schemas/AllowedToolChoice"}, {"$ref": "#/components/schemas/HostedToolChoice"},
+        ]}}},
+    },
+    "code_interpreter": {
+        "why": "The document has no code interpreter shapes; OpenAI defines the `code_interpreter` tool (its "
+        "container an id or {type: auto, file_ids, memory_limit}), code_interpreter_call items whose `outputs` "
+        "(logs, image) are null unless include asks for them, the response.code_interpreter_call.in_progress/"
+        "interpreting/completed and response.code_interpreter_call_code.delta/.done events, and "
+        "container_file_citation annotations (openai SDK: CodeInterpreter, ResponseCodeInterpreterToolCall, "
+        "ResponseCodeInterpreterCall*Event, AnnotationContainerFileCitation; recordings "
+        "builtin-tool-code_interpreter-*.yaml).",
+        "schemas": {
+            "CodeInterpreterTool": _obj(
+                {"type": _type("code_interpreter"), "container": {"type": ["string", "object"]}}, unions=_TOOL
+            ),
+            "CodeInterpreterCall": _obj(
+                {
+                    "type": _type("code_interpreter_call"),
+                    "id": _STR,
+                    "container_id": _STR,
+                    "status": {"enum": ["in_progress", "completed", "incomplete", "interpreting", "failed"]},
+                },
+                {
+                    "code": _NULLABLE_STR,
+                    "outputs": {
+                        "type": ["array", "null"],
+                        "items": {
+                            "oneOf": [
+                                _obj({"type": _type("logs"), "logs": _STR}),
+                                _obj({"type": _type("image"), "url": _STR}),
+                            ]
+                        },
+                    },
+                },
+                _OUTPUT_AND_INPUT,
+            ),
+            "ContainerFileCitation": _obj(
+                {
+                    "type": _type("container_file_citation"),
+                    "container_id": _STR,
+                    "file_id": _STR,
+                    "filename": _STR,
+                    "start_index": _INT,
+                    "end_index": _INT,
+                },
+                unions=["Annotation"],
+            ),
+            "CodeInterpreterCallCodeDeltaStreamingEvent": _item_event(
+                "response.code_interpreter_call_code.delta", delta=_STR
+            ),
+            "CodeInterpreterCallCodeDoneStreamingEvent": _item_event(
+                "response.code_interpreter_call_code.done", code=_STR
+            ),
+            **{
+                f"CodeInterpreterCall{state}StreamingEvent": _item_event(f"response.code_interpreter_call.{status}")
+                for state, status in (
+                    ("InProgress", "in_progress"),
+                    ("Interpreting", "interpreting"),
+                    ("Completed", "completed"),
+                )
+            },
+        },
+    },
+    "file_search": {
+        "why": "The document has no file_search shapes; OpenAI defines the `file_search` tool, file_search_call "
+        "items ({id, queries, status, results}), the response.file_search_call.in_progress/.searching/.completed "
+        "events and `file_citation` annotations ({file_id, filename, index}) (openai SDK: FileSearchTool, "
+        "ResponseFileSearchToolCall, ResponseFileSearchCall*Event, AnnotationFileCitation).",
+        "schemas": {
+            "FileSearchTool": _obj({"type": _type("file_search"), "vector_store_ids": {"type": "array",
+                                                                                      "items": _STR}},
+                                   {"max_num_results": _INT, "filters": {"type": ["object", "null"]},
+                                    "ranking_options": {"type": ["object", "null"]}}, _TOOL),
+            "FileSearchCall": _obj(
+                {"type": _type("file_search_call"), "id": _STR, "queries": {"type": "array", "items": _STR},
+                 "status": {"enum": ["in_progress", "searching", "completed", "incomplete", "failed"]}},
+                {"results": {"type": ["array", "null"], "items": _obj(
+                    {}, {"file_id": _NULLABLE_STR, "filename": _NULLABLE_STR, "text": _NULLABLE_STR,
+                         "score": {"type": ["number", "null"]}, "attributes": {"type": ["object", "null"]}})}},
+                _OUTPUT_AND_INPUT,
+            ),
+            "FileCitationBody": _obj({"type": _type("file_citation"), "file_id": _STR, "filename": _STR,
+                                      "index": _INT}, unions=["Annotation"]),
+            **{
+                f"FileSearchCall{state}StreamingEvent": _item_event(f"response.file_search_call.{status}")
+                for state, status in (("InProgress", "in_progress"), ("Searching", "searching"),
+                                      ("Completed", "completed"))
+            },
+        },
+    },
     "tool_search_and_namespaces": {
         "why": "The document has no tool search or namespaced tools; OpenAI (and Codex) use `namespace` tool "
         "groups, a client-executed `tool_search` tool, tool_search_call output items whose `arguments` is an "

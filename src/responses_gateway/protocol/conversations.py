@@ -8,23 +8,23 @@ from pydantic import ValidationError
 
 from ..errors import invalid
 from .items import normalize_item
-from .request import _Model, _to_api_error, check_metadata
+from .request import StrictModel, check_metadata, to_api_error
 
-M = TypeVar("M", bound=_Model)
+M = TypeVar("M", bound=StrictModel)
 
 MAX_ITEMS = 20  # per create or add call, as at OpenAI
 
 
-class CreateConversation(_Model):
+class CreateConversation(StrictModel):
     items: list[dict[str, Any]] | None = None
     metadata: dict[str, str] | None = None
 
 
-class UpdateConversation(_Model):
+class UpdateConversation(StrictModel):
     metadata: dict[str, str]
 
 
-class AddItems(_Model):
+class AddItems(StrictModel):
     items: list[dict[str, Any]]
 
 
@@ -32,7 +32,7 @@ def _parse(model: type[M], raw: bytes | bytearray) -> M:
     try:
         return model.model_validate_json(raw or b"{}")
     except ValidationError as exc:
-        raise _to_api_error(exc) from None
+        raise to_api_error(exc) from None
 
 
 def _items(items: list[dict[str, Any]] | None) -> list[dict[str, Any]]:

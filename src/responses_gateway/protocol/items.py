@@ -12,16 +12,18 @@ from typing import Any
 import orjson
 
 from ..errors import APIError, invalid
+from ..tools.kits import kit_for_item
+from .request import json_type
 
 ROLES = ("user", "system", "developer", "assistant")
 INPUT_PARTS = ("input_text", "input_image", "input_file")
 ASSISTANT_PARTS = ("output_text", "refusal", "input_text")
 
-# Item types OpenAI defines that this gateway cannot serve: a clear 400, never a silent drop.
+# Item types OpenAI defines that this gateway cannot serve (no kit in tools/ runs them): a clear 400, never a
+# silent drop.
 UNSERVABLE = {
     "additional_tools": "'additional_tools' input items",
     "file_search_call": "Hosted file_search items",
-    "web_search_call": "Hosted web_search items",
     "computer_call": "computer_call items",
     "computer_call_output": "computer_call_output items",
     "image_generation_call": "image_generation_call items",
@@ -54,13 +56,6 @@ def _need_str(item: dict[str, Any], key: str, where: str, *, allow_empty: bool =
     return value
 
 
-_MCP_FIELDS = {
-    "mcp_list_tools": ("server_label", "tools", "error"),
-    "mcp_call": ("server_label", "name", "arguments", "output", "error", "status", "approval_request_id"),
-    "mcp_approval_request": ("server_label", "name", "arguments"),
-}
-
-
 def normalize_input(value: str | list[Any] | None) -> list[dict[str, Any]]:
     if value is None:
         return []
@@ -69,10 +64,20 @@ def normalize_input(value: str | list[Any] | None) -> list[dict[str, Any]]:
     return [normalize_item(item, f"input[{i}]") for i, item in enumerate(value)]
 
 
+def _type_of(value: dict[str, Any], where: str) -> Any:
+    """The `type` of an item or part: a string, or None when absent (an array or object is a 400 here, before
+    it meets a lookup by type)."""
+    kind = value.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise APIError(400, f"Invalid type for '{where}.type': expected a string, but got {json_type(kind)} "
+                       "instead.", param=f"{where}.type", code="invalid_type")
+    return kind
+
+
 def normalize_item(item: Any, where: str) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
-    kind = item.get("type")
+    kind = _type_of(item, where)
     if kind is None and "role" in item:
         kind = "message"
     if kind == "message":
@@ -116,16 +121,9 @@ def normalize_item(item: Any, where: str) -> dict[str, Any]:
         out = {"type": kind, "call_id": _need_str(item, "call_id", where), "tools": tools,
                "execution": item.get("execution") or "client"}
         return _keep_id(item, out)
-    if kind in ("mcp_list_tools", "mcp_call", "mcp_approval_request"):
-        out = {k: item[k] for k in _MCP_FIELDS[kind] if k in item}
-        out["type"] = kind
-        _need_str(item, "server_label", where)
-        return _keep_id(item, out)
-    if kind == "mcp_approval_response":
-        if not isinstance(item.get("approve"), bool):
-            raise _missing(f"{where}.approve")
-        return _keep_id(item, {"type": kind, "approval_request_id": _need_str(item, "approval_request_id", where),
-                               "approve": item["approve"], "reason": item.get("reason")})
+    kit = kit_for_item(kind) if isinstance(kind, str) else None
+    if kit is not None:  # an item of a gateway-run tool (MCP, file_search, ...): its kit knows its shape
+        return kit.normalize(item, where)
     if kind in COMPACTION_ITEMS:
         content = item.get("encrypted_content")
         if kind == "context_compaction" and content is None:
@@ -187,7 +185,7 @@ def _message(item: dict[str, Any], where: str) -> dict[str, Any]:
 def _part(part: Any, where: str, allowed: tuple[Any, ...]) -> dict[str, Any]:
     if not isinstance(part, dict):
         raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
-    kind = part.get("type")
+    kind = _type_of(part, where)
     if kind not in allowed:
         if kind == "input_file":
             raise APIError(400, f"File inputs are not supported by this gateway ('{where}').",

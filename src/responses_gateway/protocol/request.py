@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, TypeVar
 
 import orjson
@@ -9,23 +10,26 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from ..errors import APIError, invalid, unsupported
+from ..tools.kits import all_kits
 from .bounds import InputLayout, input_items
 
 
-class _Model(BaseModel):
+class StrictModel(BaseModel):
+    """A request body model as OpenAI validates one: unknown fields refused, no type coercion."""
+
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
 
-M = TypeVar("M", bound=_Model)
+M = TypeVar("M", bound=StrictModel)
 
 
-class Reasoning(_Model):
+class Reasoning(StrictModel):
     effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
     summary: Literal["auto", "concise", "detailed", "none"] | None = None
     generate_summary: Literal["auto", "concise", "detailed"] | None = None
 
 
-class TextFormat(_Model):
+class TextFormat(StrictModel):
     type: Literal["text", "json_object", "json_schema"]
     name: str | None = None
     json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
@@ -33,16 +37,16 @@ class TextFormat(_Model):
     strict: bool | None = None
 
 
-class Text(_Model):
+class Text(StrictModel):
     format: TextFormat | None = None
     verbosity: Literal["low", "medium", "high"] | None = None
 
 
-class StreamOptions(_Model):
+class StreamOptions(StrictModel):
     include_obfuscation: bool | None = None
 
 
-class CreateResponse(_Model):
+class CreateResponse(StrictModel):
     """Every top-level parameter OpenAI's endpoint knows; anything else is its 'Unknown parameter' 400."""
 
     model: str
@@ -79,7 +83,7 @@ class CreateResponse(_Model):
     client_metadata: dict[str, Any] | None = None
 
 
-class CompactRequest(_Model):
+class CompactRequest(StrictModel):
     """The body of POST /v1/responses/compact (openai-python `client.responses.compact`)."""
 
     model: str
@@ -118,12 +122,26 @@ INCLUDE_VALUES = (
 )
 
 
+def check_include(values: Sequence[str]) -> None:
+    """`include[]`: OpenAI's values, and those a gateway-run tool of this build honours (tools/kits.py)."""
+    known = include_values()
+    for i, value in enumerate(values):
+        if value not in known:
+            raise invalid(f"Invalid value: '{value}'. Supported values are: " + ", ".join(f"'{v}'" for v in known)
+                          + ".", f"include[{i}]")
+
+
+def include_values() -> tuple[str, ...]:
+    extra = [value for kit in all_kits() for value in kit.includes if value not in INCLUDE_VALUES]
+    return (*INCLUDE_VALUES, *extra)
+
+
 def parse_request(raw: bytes | bytearray, layout: InputLayout | None = None) -> CreateResponse:
     """`layout` (from `bounds.check_body`): parse the input array's elements one by one (for a large body)."""
     req = _in_pieces(raw, layout) if layout is not None else None
     if req is None:
         req = _parse(CreateResponse, raw)
-    _check_semantics(req)
+    check_semantics(req)
     return req
 
 
@@ -152,7 +170,7 @@ def request_from(fields: dict[str, Any]) -> CreateResponse:
         req.input = items
     else:
         req = _parse(CreateResponse, orjson.dumps(fields))
-    _check_semantics(req)
+    check_semantics(req)
     return req
 
 
@@ -188,18 +206,12 @@ def _parse(model: type[M], raw: bytes | bytearray) -> M:
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:
-        raise _to_api_error(exc) from None
+        raise to_api_error(exc) from None
 
 
-def _check_semantics(req: CreateResponse) -> None:
-    for i, value in enumerate(req.include or ()):
-        if value not in INCLUDE_VALUES:
-            raise invalid(
-                f"Invalid value: '{value}'. Supported values are: "
-                + ", ".join(f"'{v}'" for v in INCLUDE_VALUES)
-                + ".",
-                f"include[{i}]",
-            )
+def check_semantics(req: CreateResponse) -> None:
+    """What the schema alone cannot say: allowed `include` values, metadata limits, field combinations."""
+    check_include(req.include or ())
     check_metadata(req.metadata)
     for i, entry in enumerate(req.context_management or ()):
         _check_context_management(entry, f"context_management[{i}]")
@@ -285,7 +297,7 @@ def param_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _to_api_error(exc: ValidationError) -> APIError:
+def to_api_error(exc: ValidationError) -> APIError:
     """Turn pydantic's first error into the message OpenAI gives for the same mistake."""
     errors = exc.errors(include_url=False)
     first = errors[0]

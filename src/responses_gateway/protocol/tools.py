@@ -1,7 +1,10 @@
 """Tools and tool_choice: what the model is offered, what is echoed back, and what was dropped.
 
 Client-executed tools (function, custom, namespace groups of them, a client-run `tool_search`) are offered
-to the model. Hosted tools the gateway cannot run are not offered (logged, or rejected when configured); the
+to the model. Tools the gateway runs itself (MCP servers, and the hosted tools this deployment has a kit for:
+tools/kits.py) are parsed by their kit and offered under names they reserve. Hosted tools the deployment cannot
+run are not offered — dropped with a log line once per type and the metric
+`responses_gateway_hosted_tools_dropped_total{type}`, or rejected with a 400 (`--hosted-tools reject`); the
 model never sees a tool that nobody would execute.
 
 Deferred tools (`defer_loading: true`) are hidden while a client `tool_search` can find them; the tools it
@@ -17,8 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from .. import metrics
 from ..errors import APIError, invalid, unsupported
-from .mcp_tool import MCPServer
+from ..generation import ToolKind
+from ..tools.frame import Declared
+from ..tools.kits import DEFAULT, Toolbox, kit_for_type
 from .request import json_type
 
 log = logging.getLogger("responses_gateway.tools")
@@ -27,22 +33,21 @@ _warned: set[str] = set()
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 
+# OpenAI's hosted tool types. Those a kit serves (tools/kits.py) run when the deployment has what they need.
 HOSTED = {
     "web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
     "file_search", "code_interpreter", "image_generation", "computer_use_preview", "computer",
     "local_shell", "shell", "apply_patch", "tool_search",  # tool_search with execution "server"
 }
+NO_KIT = "this gateway has no implementation of it"
 
-
-ToolKind = Literal["function", "custom", "tool_search", "mcp", "mcp_approval"]
-"""What a Tool is: a client's function or custom (freeform) tool, a client-run tool_search, or a tool of an MCP
-server the gateway runs (`mcp_approval`: one that needs the client's approval before each call)."""
 ToolMode = Literal["auto", "none", "required"]
 
 
 @dataclass(frozen=True)
 class Tool:
-    """One callable the model is offered. `wire_name` is the name the upstream sees."""
+    """One callable the model is offered. `wire_name` is the name the upstream sees; `kind` the shape it is
+    offered in; `runner` the gateway-run tool's kit that runs its calls (None: the client runs them)."""
 
     kind: ToolKind
     name: str
@@ -53,6 +58,7 @@ class Tool:
     format: dict[str, Any] | None = None  # custom tools: {"type": "text"} or {"type": "grammar", "syntax", "definition"}
     namespace: str | None = None
     deferred: bool = False
+    runner: str | None = None
 
 
 @dataclass
@@ -60,7 +66,7 @@ class ToolSet:
     echo: list[dict[str, Any]] = field(default_factory=list)
     offered: list[Tool] = field(default_factory=list)
     by_wire_name: dict[str, Tool] = field(default_factory=dict)
-    mcp: list[MCPServer] = field(default_factory=list)  # declared MCP servers, run by the gateway
+    gateway: list[Declared] = field(default_factory=list)  # declared tools the gateway runs (MCP, file_search...)
     # The normalized tool_choice: `forced` is the one tool it names (mode "required"); an `allowed_tools`
     # choice narrows `offered` itself, so the upstream is offered only those.
     mode: ToolMode = "auto"
@@ -70,29 +76,29 @@ class ToolSet:
     def add(self, tool: Tool, where: str, found: bool = False) -> None:
         known = self.by_wire_name.get(tool.wire_name)
         if known is not None:
-            if found:  # a search result naming a tool the request already has: it is no longer deferred
+            if found and known.runner is None:  # a search result naming a tool the request has: no longer deferred
                 self.offered = [tool if t is known else t for t in self.offered]
                 self.by_wire_name[tool.wire_name] = tool
                 return
+            runner = known.runner or tool.runner
+            if runner is not None:
+                raise invalid(f"Invalid 'tools': the name '{tool.wire_name}' is reserved by the '{runner}' tool "
+                              "that the gateway runs; give your tool another name.", where)
             raise invalid(f"Invalid 'tools': duplicate tool name '{tool.wire_name}'.", where)
         self.offered.append(tool)
         self.by_wire_name[tool.wire_name] = tool
 
-    # -- while the gateway runs MCP tools --------------------------------------------------------------
+    # -- while the gateway runs its tools (tools/loop.py) -------------------------------------------------
 
-    def offer_listed(self, server: MCPServer, listed: list[dict[str, Any]]) -> None:
-        """Offer the tools an MCP server listed (`mcp_list_tools` shape), named `<server_label>__<tool>`."""
-        for spec in listed:
-            name = spec["name"]
-            kind: ToolKind = "mcp_approval" if server.requires_approval(name, spec.get("annotations")) else "mcp"
-            tool = Tool(kind, name, wire_name(name, server.label), spec.get("description"),
-                        spec.get("input_schema") or {"type": "object", "properties": {}}, namespace=server.label)
-            if tool.wire_name not in self.by_wire_name:
-                self.add(tool, f"tools.{server.label}")
+    def offer(self, tool: Tool, where: str) -> None:
+        """Offer a tool found once the response started (an MCP server's listing); a name already offered
+        keeps its first tool."""
+        if tool.wire_name not in self.by_wire_name:
+            self.add(tool, where)
 
-    def withdraw_mcp(self) -> None:
-        """No more MCP tools (`max_tool_calls` is spent): the model must answer, or call a client tool."""
-        self.offered = [t for t in self.offered if t.kind not in ("mcp", "mcp_approval")]
+    def withdraw_gateway(self) -> None:
+        """No more gateway-run tools (`max_tool_calls` is spent): the model must answer, or call a client tool."""
+        self.offered = [t for t in self.offered if t.runner is None]
 
     def unforce(self) -> None:
         """A forced tool choice applies to the first step of a response, not to every round after it."""
@@ -105,24 +111,32 @@ def found_tools(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def normalize_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, *, hosted_policy: str = "drop",
-                    found: Sequence[dict[str, Any]] = ()) -> ToolSet:
-    """`found`: the tools carried by `tool_search_output` items of the input (a client's search results)."""
+                    found: Sequence[dict[str, Any]] = (), toolbox: Toolbox = DEFAULT) -> ToolSet:
+    """`found`: the tools carried by `tool_search_output` items of the input (a client's search results);
+    `toolbox`: the gateway-run tools this deployment can run."""
     out = ToolSet()
     for i, spec in enumerate(tools or ()):
-        _add_spec(out, spec, f"tools[{i}]", hosted_policy, echo=True)
+        _add_spec(out, spec, f"tools[{i}]", hosted_policy, toolbox, echo=True)
     searching = any(t.kind == "tool_search" for t in out.offered)
     for i, spec in enumerate(found):
-        _add_spec(out, spec, f"input.tool_search_output.tools[{i}]", hosted_policy, echo=False, found=True)
+        _add_spec(out, spec, f"input.tool_search_output.tools[{i}]", hosted_policy, toolbox, echo=False, found=True)
     if searching:
         out.offered = [t for t in out.offered if not t.deferred]
+    for kit in {d.kit for d in out.gateway}:
+        if kit.check is not None:
+            kit.check([d for d in out.gateway if d.kit is kit])
     _choice(out, tool_choice)
     return out
 
 
-def _add_spec(out: ToolSet, spec: dict[str, Any], where: str, hosted_policy: str, *, echo: bool, found: bool = False) -> None:
+def _add_spec(out: ToolSet, spec: dict[str, Any], where: str, hosted_policy: str, toolbox: Toolbox, *,
+              echo: bool, found: bool = False) -> None:
     if not isinstance(spec, dict):
         raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
     kind = spec.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise APIError(400, f"Invalid type for '{where}.type': expected a string.", param=f"{where}.type",
+                       code="invalid_type")
     if found and kind in ("function", "custom", "namespace"):
         # search results re-announce tools the request may already carry (deferred): offer them, once
         spec = {**spec, "defer_loading": False}
@@ -166,23 +180,22 @@ def _add_spec(out: ToolSet, spec: dict[str, Any], where: str, hosted_policy: str
         out.add(Tool("tool_search", "tool_search", "tool_search", spec.get("description"), params), where)
         if echo:
             out.echo.append(spec)
-    elif kind == "mcp":
-        try:
-            server = MCPServer.from_tool(spec)
-        except ValueError as exc:
-            raise invalid(f"Invalid '{where}': {exc}", where) from None
-        if any(s.label == server.label for s in out.mcp):
-            raise invalid(f"Invalid '{where}.server_label': duplicate server_label '{server.label}'.",
-                          f"{where}.server_label")
-        out.mcp.append(server)
+    elif isinstance(kind, str) and kind in toolbox.available:
+        declared = toolbox.available[kind].parse(spec, where)
+        out.gateway.append(declared)
+        for tool in declared.functions:
+            out.add(tool, where)
         if echo:
-            out.echo.append(server.public_tool())  # never the headers or authorization
-    elif kind in HOSTED:
+            out.echo.append(declared.kit.echo(declared))
+    elif kind in HOSTED or (isinstance(kind, str) and kit_for_type(kind) is not None):
+        why = toolbox.missing.get(kind, NO_KIT)
         if hosted_policy == "reject":
-            raise unsupported(f"{where}.type", f"The hosted tool '{kind}'")
+            raise unsupported(f"{where}.type", f"The hosted tool '{kind}' ({why})")
+        metrics.hosted_tools_dropped.labels(kind).inc()
         if kind not in _warned:  # once per process: agents send the same tools on every turn
             _warned.add(kind)
-            log.warning("hosted tool %r is not offered to the model: this gateway cannot execute it", kind)
+            log.warning("hosted tool %r is dropped from requests, not offered to the model: %s "
+                        "(docs/request-fields.md; --hosted-tools reject refuses such requests instead)", kind, why)
     elif kind is None:
         raise APIError(400, f"Missing required parameter: '{where}.type'.", param=f"{where}.type",
                        code="missing_required_parameter")
@@ -239,6 +252,14 @@ def _find(out: ToolSet, kind: Any, name: Any, namespace: Any = None) -> Tool | N
     return None
 
 
+def _declared(out: ToolSet, kind: Any) -> Declared | None:
+    """The request's gateway-run tool declared with this `type` (the first, if several)."""
+    for declared in out.gateway:
+        if kind in declared.kit.types and kind != "mcp":
+            return declared
+    return None
+
+
 def _choice(out: ToolSet, choice: Any) -> None:
     if choice is None:
         out.echo_choice = "auto"
@@ -248,11 +269,14 @@ def _choice(out: ToolSet, choice: Any) -> None:
         if choice not in ("auto", "none", "required"):
             raise invalid(f"Invalid value: '{choice}'. Supported values are: 'none', 'auto', and 'required'.",
                           "tool_choice")
-        if choice == "required" and not out.offered and not out.mcp:
+        if choice == "required" and not out.offered and not out.gateway:
             raise invalid("Tool choice 'required' must be specified with 'tools' parameter.", "tool_choice", None)
         out.mode = cast(ToolMode, choice)  # one of the three, checked above
         return
-    kind = choice.get("type")
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if not isinstance(kind, str):
+        raise APIError(400, "Invalid type for 'tool_choice.type': expected a string.", param="tool_choice.type",
+                       code="invalid_type")
     if kind in ("function", "custom"):
         tool = _find(out, kind, choice.get("name"), choice.get("namespace"))
         if tool is None:
@@ -270,6 +294,10 @@ def _choice(out: ToolSet, choice: Any) -> None:
                           f"{json_type(refs)} instead.", "tool_choice.tools", "invalid_type")
         allowed: list[Tool] = []
         for j, ref in enumerate(refs):
+            hosted = _declared(out, ref.get("type")) if isinstance(ref, dict) else None
+            if hosted is not None:  # {"type": "file_search"}: the functions of that gateway-run tool
+                allowed += [t for t in hosted.functions if t not in allowed]
+                continue
             tool = _find(out, ref.get("type"), ref.get("name"), ref.get("namespace")) if isinstance(ref, dict) \
                 else None
             if tool is None:
@@ -280,8 +308,12 @@ def _choice(out: ToolSet, choice: Any) -> None:
         out.offered = allowed
         out.mode = mode
         return
+    hosted = _declared(out, kind)
+    if hosted is not None and hosted.functions:  # {"type": "web_search"}: the model must use that tool
+        out.mode, out.forced = "required", hosted.functions[0]
+        return
     if kind in HOSTED:
-        raise unsupported("tool_choice", f"Forcing the hosted tool '{kind}'")
+        raise invalid(f"Tool choice '{kind}' not found in 'tools' parameter.", "tool_choice", None)
     if kind == "mcp":  # {"type": "mcp", "server_label", "name"?}: MCP tools are listed later; keep it soft
         out.mode = "required" if choice.get("name") else "auto"
         return

@@ -13,7 +13,9 @@ from typing import Protocol
 from urllib.parse import urlparse
 
 from .base import DB_TIMEOUT, Engine
+from .containers import ContainerQueries, Containers
 from .conversations import ConversationQueries, Conversations
+from .files import FileQueries, Files, blobs_for
 from .jobs import EventLogQueries, EventLogs, JobQueries, Jobs
 from .postgres import Postgres
 from .responses import ResponseQueries, Responses
@@ -21,6 +23,7 @@ from .retention import Retention, RetentionQueries
 from .schema import MIGRATIONS
 from .secrets import SecretQueries, Secrets
 from .sqlite import SQLite, default_sqlite_path
+from .vector_stores import VectorStoreQueries, VectorStores
 
 
 class Lifecycle(Protocol):
@@ -43,13 +46,16 @@ class Lifecycle(Protocol):
         ...
 
 
-class Store(Lifecycle, Responses, Conversations, Jobs, EventLogs, Secrets, Retention, Protocol):
+class Store(Lifecycle, Responses, Conversations, Jobs, EventLogs, Secrets, Retention, Files, VectorStores,
+            Containers, Protocol):
     """The whole store, for what holds it (the app) or uses most of it (background.py)."""
 
 
-class SQLStore(ResponseQueries, ConversationQueries, JobQueries, EventLogQueries, SecretQueries, RetentionQueries):
+class SQLStore(ResponseQueries, ConversationQueries, JobQueries, EventLogQueries, SecretQueries, RetentionQueries,
+               FileQueries, VectorStoreQueries, ContainerQueries):
     def __init__(self, engine: Engine, retention_days: float):
         self.engine = engine
+        self.blobs = blobs_for(engine)  # uploaded files' bytes (store/files.py)
         # whole seconds, rounded up: even a tiny retention keeps a response past the second it was made in
         self.retention = max(2, math.ceil(retention_days * 86400))
         self.label = engine.label
@@ -59,7 +65,9 @@ class SQLStore(ResponseQueries, ConversationQueries, JobQueries, EventLogQueries
 
     async def upgrade(self) -> int:
         """Apply pending migrations (safe when several processes start at once); returns the version."""
-        return await self.engine.migrate(MIGRATIONS)
+        version = await self.engine.migrate(MIGRATIONS)
+        await self.ensure_search_index()  # the engine's own keyword index of vector store chunks
+        return version
 
     async def ping(self) -> None:
         await self.engine.fetchone("SELECT 1", ())

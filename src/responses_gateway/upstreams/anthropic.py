@@ -93,7 +93,6 @@ def _model(m: dict[str, Any]) -> dict[str, Any]:
 def upstream_http_error(status: int, raw: bytes, model: str | None) -> UpstreamError:
     """An Anthropic error answer (before any stream) as the error OpenAI would give."""
     kind, message = _error_fields(raw)
-    log.warning("upstream answered HTTP %s (%s): %s", status, kind, message[:200])
     return upstream_status_error(status, message, model, code="request_too_large" if status == 413 else None,
                                  model_missing=kind in ("not_found_error", None) and "model" in message.lower(),
                                  context_phrases=CONTEXT_MESSAGES)
@@ -274,7 +273,7 @@ class EventParser:
                 return
             if tool.kind == "custom":
                 block.decoder = CustomInputDecoder()
-            batch.append(g.ToolCallStart(index, call_id, tool.name, tool.kind, tool.namespace))
+            batch.append(g.ToolCallStart(index, call_id, tool.name, tool.kind, tool.namespace, tool.runner))
         else:
             log.debug("content block %r ignored", kind)  # server tools and the like: never offered
 

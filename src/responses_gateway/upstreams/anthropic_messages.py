@@ -24,6 +24,8 @@ What OpenAI accepts and Anthropic refuses (`build_body`)
   Anthropic refuses that too, so that call goes without thinking.
 - `temperature` above 1 (OpenAI allows up to 2, Anthropic up to 1) is sent as 1; with thinking on it is not
   sent at all (Anthropic then allows only its default).
+- `top_p` below 0.95 with thinking on is sent as 0.95, the nearest value Anthropic accepts then (it refuses
+  the request otherwise); without thinking it is sent as given.
 
 How thinking blocks live in `encrypted_content`
 -----------------------------------------------
@@ -62,6 +64,7 @@ from .wire import EMPTY_PARAMETERS, RESPONSES_SIGNATURE, as_function, tool_summa
 REDACTED = "redacted:"
 DEFAULT_MAX_TOKENS = 4096
 MIN_BUDGET = 1024  # Anthropic's minimum thinking budget
+THINKING_MIN_TOP_P = 0.95  # with thinking on, Anthropic takes top_p from this to 1
 EFFORT_BUDGET = {"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384, "xhigh": 32000}
 
 
@@ -95,7 +98,7 @@ def build_body(call: Call, route: Route) -> dict[str, Any]:
     if req.temperature is not None and budget is None:
         body["temperature"] = min(req.temperature, 1.0)
     if req.top_p is not None:
-        body["top_p"] = req.top_p
+        body["top_p"] = req.top_p if budget is None else max(req.top_p, THINKING_MIN_TOP_P)
     if budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     return body

@@ -4,40 +4,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from .. import generation as g
-from ..config import MaxTokensField, ReasoningHistory
 from ..errors import UpstreamError
 from ..protocol.request import CreateResponse
 from ..protocol.tools import ToolSet
+from ..route import Route as Route  # re-exported: the adapters take their route from here
+from ..route import RouteKind as RouteKind
 from ..tokens import char_tokens, estimate
-
-RouteKind = Literal["chat_completions", "anthropic", "responses", "demo"]
-"""The upstream protocols, one adapter each (`upstreams/registry.py` maps a kind to its adapter)."""
-
-
-@dataclass(frozen=True)
-class Route:
-    """One upstream: where it is, how to talk to it, and the per-upstream policies."""
-
-    kind: RouteKind
-    base_url: str = ""
-    api_key: str | None = None
-    model: str | None = None  # the model name sent upstream; None sends the request's
-    max_tokens: int | None = None  # used when the request sets no max_output_tokens (Anthropic needs one)
-    # How reasoning from earlier turns goes back. chat_completions: on the assistant message under this field
-    # name, or not at all ("drop"). responses: "drop" leaves out reasoning that only has text (its own
-    # encrypted reasoning always goes back). anthropic ignores it: only Anthropic-signed thinking can go back.
-    reasoning_history: ReasoningHistory = "reasoning_content"
-    max_tokens_field: MaxTokensField = "max_tokens"  # chat_completions: the field for max_output_tokens
-    # Deadlines, seconds (docs/routing.md): connecting; the upstream's answer (its headers); the longest silence
-    # between two reads of the stream (a reasoning model may think for minutes); the whole call.
-    connect_timeout: float = 30.0
-    first_byte_timeout: float | None = 300.0
-    read_timeout: float | None = 600.0
-    total_timeout: float | None = 3600.0
-    context_window: int | None = None  # tokens; lets truncation "auto" fit the input before calling
 
 
 @dataclass
@@ -67,7 +42,7 @@ class Call:
                        char_tokens(produced_chars) + reasoning, 0, reasoning)
 
 
-Batch = list[Any]  # the generation events (generation.py) of one upstream read
+Batch = g.Batch  # the generation events of one upstream read
 
 
 class FrameParser(Protocol):

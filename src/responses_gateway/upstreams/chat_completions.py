@@ -234,7 +234,7 @@ class ChunkParser:
         else:
             if tool.kind == "custom":
                 state.decoder = CustomInputDecoder()
-            batch.append(g.ToolCallStart(index, state.call_id, tool.name, tool.kind, tool.namespace))
+            batch.append(g.ToolCallStart(index, state.call_id, tool.name, tool.kind, tool.namespace, tool.runner))
         state.begin(index, batch)
 
     def _end_calls(self, batch: list[Any]) -> None:

@@ -1,8 +1,10 @@
 """DEMO upstream: a scripted stand-in model so a newcomer can watch the stream with no model server.
 
-It is not a model. It "thinks" a sentence, then answers by quoting the last user message; if the request
-forces a function tool, it calls that tool with empty arguments instead. Everything real is tested against
-HTTP upstreams; this exists only for `responses-gateway serve --upstream demo`.
+It is not a model. It "thinks" a sentence, then answers by quoting the last user message and the earlier
+ones of the whole history it was given (so `previous_response_id` and conversations can be seen to carry
+the history); if the request forces a function tool, it calls that tool with empty arguments instead. Its
+input usage is the gateway's documented estimate of that whole input (tokens.py). Everything real is tested
+against HTTP upstreams; this exists only for `responses-gateway serve --upstream demo`.
 """
 
 from __future__ import annotations
@@ -35,21 +37,25 @@ class DemoUpstream:
         return _DemoStream(self._script(call), self.delay)
 
     def _script(self, call: Call) -> list[list[Any]]:
-        prompt = _last_user_text(call.items) or "(nothing)"
+        said = _user_texts(call.items)
+        prompt = said[-1] if said else "(nothing)"
         steps: list[list[Any]] = [[g.ReasoningDelta(w)] for w in _words("The user said something; I will echo it.")]
         forced = call.tools.forced if call.tools.mode == "required" else None
         if forced is None and call.tools.mode == "required" and call.tools.offered:
             forced = call.tools.offered[0]
         if forced is not None:
-            steps.append([g.ToolCallStart(0, new_id("call"), forced.name, forced.kind, forced.namespace)])
+            steps.append([g.ToolCallStart(0, new_id("call"), forced.name, forced.kind, forced.namespace,
+                                         forced.runner)])
             steps.append([g.ToolCallDelta(0, "{}" if forced.kind == "function" else "")])
             steps.append([g.Finish("tool_calls")])
         else:
             answer = f"[demo] This is a scripted demo model, not a real one. You said: {prompt}"
+            if len(said) > 1:
+                answer += " Earlier you said: " + _quoted(said[:-1])
             steps.extend([g.TextDelta(w)] for w in _words(answer))
             steps.append([g.Finish("stop")])
         output = sum(len(s) for s in steps)
-        steps.append([g.Usage(input_tokens=len(prompt.split()) + 1, output_tokens=output)])
+        steps.append([g.Usage(input_tokens=call.estimated_usage(0, 0).input_tokens, output_tokens=output)])
         return steps
 
 
@@ -74,8 +80,20 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\S+\s*", text)
 
 
-def _last_user_text(items: list[dict[str, Any]]) -> str:
-    for item in reversed(items):
+def _user_texts(items: list[dict[str, Any]]) -> list[str]:
+    """The text of each user message of the history, oldest first."""
+    out = []
+    for item in items:
         if item["type"] == "message" and item["role"] == "user":
-            return " ".join(p.get("text", "") for p in item["content"] if p.get("text"))
-    return ""
+            text = " ".join(p.get("text", "") for p in item["content"] if p.get("text"))
+            if text:
+                out.append(text)
+    return out
+
+
+def _quoted(texts: list[str], most: int = 5, longest: int = 200) -> str:
+    """Earlier messages, each cut to `longest` characters, the first `most` of them (a long history is not
+    read back whole)."""
+    shown = [f"“{t if len(t) <= longest else t[:longest] + '…'}”" for t in texts[:most]]
+    more = len(texts) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")

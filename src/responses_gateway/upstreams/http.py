@@ -12,8 +12,9 @@ from typing import Any
 import aiohttp
 import orjson
 
-from .. import offload
+from .. import causes, offload
 from ..errors import UpstreamError
+from ..net.urls import safe_url
 from ..sse import SSEDecoder
 from .base import Batch, Call, FrameParser, Route
 
@@ -33,9 +34,11 @@ def bearer_headers(api_key: str | None) -> dict[str, str]:
     return headers
 
 
-def unreachable(exc: BaseException) -> UpstreamError:
-    log.warning("upstream unreachable: %s", exc.__class__.__name__)
-    return UpstreamError(f"Could not reach the upstream model server ({exc.__class__.__name__}).",
+def unreachable(exc: BaseException, url: str) -> UpstreamError:
+    """The log names the URL and the cause (refused, host not found, TLS, timed out); the client gets only the
+    kind of failure, never the gateway's internal addresses."""
+    log.warning("upstream %s unreachable: %s", safe_url(url), causes.cause(exc))
+    return UpstreamError(f"Could not reach the upstream model server ({causes.kind(exc)}).",
                            status=502, code="upstream_unreachable")
 
 
@@ -51,9 +54,9 @@ TIMEOUTS = {  # which deadline ran out → (code, message with the seconds)
 }
 
 
-def timed_out(which: str, seconds: float | None) -> UpstreamError:
+def timed_out(which: str, seconds: float | None, url: Any = None) -> UpstreamError:
     code, message = TIMEOUTS[which]
-    log.warning("upstream %s timeout after %s s", which, seconds)
+    log.warning("upstream %s%s timeout after %s s", f"{safe_url(str(url))} " if url else "", which, seconds)
     return UpstreamError(message.format(seconds or 0), status=504, code=code)
 
 
@@ -89,15 +92,25 @@ class HTTPUpstream:
             await self._session.close()
             self._session = None
 
+    def hint(self, status: int) -> str:
+        """What to change, for an error status that usually means the upstream is misconfigured."""
+        return ""
+
+    def refused(self, method: str, url: str, status: int, error: UpstreamError) -> UpstreamError:
+        """Log an error answer with what was called and what the upstream said (and a hint); return it."""
+        log.warning("upstream %s %s answered HTTP %s: %s%s", method, safe_url(url), status,
+                    (error.detail or error.message)[:200], self.hint(status))
+        return error
+
     async def get_json(self, url: str, http_error: HTTPError, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """GET a JSON object (a model list); any failure is an UpstreamError."""
         try:
             async with self.session.get(url, params=params, headers=self.headers) as resp:
                 raw = await resp.read()
                 if resp.status != 200:
-                    raise http_error(resp.status, raw, None)
+                    raise self.refused("GET", url, resp.status, http_error(resp.status, raw, None))
         except NETWORK_ERRORS as exc:
-            raise unreachable(exc) from None
+            raise unreachable(exc, url) from None
         try:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -131,11 +144,11 @@ class HTTPUpstream:
             async with asyncio.timeout(first_byte):
                 resp = await self.session.post(url, data=await _encoded(body), headers=self.headers)
         except aiohttp.ConnectionTimeoutError:
-            raise timed_out("connect", route.connect_timeout) from None
+            raise timed_out("connect", route.connect_timeout, url) from None
         except TimeoutError:
-            raise timed_out("first_byte", first_byte) from None
+            raise timed_out("first_byte", first_byte, url) from None
         except NETWORK_ERRORS as exc:
-            raise unreachable(exc) from None
+            raise unreachable(exc, url) from None
         if resp.status != 200:
             try:
                 raw = await resp.read()
@@ -143,7 +156,7 @@ class HTTPUpstream:
                 raw = b""
             finally:
                 resp.close()
-            raise http_error(resp.status, raw, model)
+            raise self.refused("POST", url, resp.status, http_error(resp.status, raw, model))
         return resp
 
 
@@ -181,6 +194,19 @@ class _Expired(Exception):
     def __init__(self, which: str):
         super().__init__(which)
         self.which = which
+
+
+def unread(content: aiohttp.StreamReader) -> bytes:
+    """The bytes that arrived before the connection was lost and were not read yet. aiohttp raises the loss
+    on the next read and leaves them in the reader's buffer, so a reader that was a loop turn late would
+    lose the last tokens the upstream sent; they are taken from there (nothing when aiohttp keeps no such
+    buffer)."""
+    buffer = getattr(content, "_buffer", None)
+    if not buffer:
+        return b""
+    data = b"".join(buffer)
+    buffer.clear()
+    return data
 
 
 class BodyStream:
@@ -221,7 +247,13 @@ class BodyStream:
                 try:
                     data = await content.readany()
                 except _Expired as exc:
-                    raise timed_out(exc.which, self.idle if exc.which == "idle" else self.total) from None
+                    raise timed_out(exc.which, self.idle if exc.which == "idle" else self.total,
+                                    self.resp.url) from None
+                except NETWORK_ERRORS:
+                    left = unread(content)  # what came before the connection was lost is still the stream's
+                    if left:
+                        yield left
+                    raise
                 self._since = None
                 if not data:
                     return
@@ -279,7 +311,7 @@ class BodyStream:
             async with asyncio.timeout(limit):
                 raw = await self.resp.read()
         except TimeoutError:
-            raise timed_out(which, self.idle if which == "idle" else self.total) from None
+            raise timed_out(which, self.idle if which == "idle" else self.total, self.resp.url) from None
         except NETWORK_ERRORS:
             raise UpstreamError("The connection to the upstream model server was lost.") from None
         self._complete = True

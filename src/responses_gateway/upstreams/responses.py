@@ -18,6 +18,13 @@ Damaged streams (docs/routing.md, "what each upstream kind repairs"):
   another item's id, and the final text is the one that is right; what we emit must add up to what we
   finally report, and emitted deltas cannot be taken back. The cost: tool input from these upstreams arrives
   whole at the end of each call instead of token by token.
+- A function call's `.done` whose arguments are not JSON and not what its deltas add up to (one character
+  short) does not settle the call: its `output_item.done` or the terminal event does, with the first version
+  that is JSON of the final item's, the deltas' and the `.done`'s. Valid arguments received are never traded
+  for invalid ones.
+- A terminal event that lists the items under other ids and call ids, and leaves out some it streamed (vLLM;
+  with a Qwen3.5 model an empty message before a tool call): the reader matches its items to the streamed
+  ones by kind, order and name, and keeps the ids first streamed, so no call starts twice.
 - A terminal event without `usage` gets the gateway's documented estimate (tokens.py): input from the
   request's items, instructions and tools, output from the text, reasoning and tool input produced.
 """
@@ -317,10 +324,17 @@ class EventMapper:
             self._reasoning(data, "summary", batch)
         elif kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
             self._call(data["output_index"], batch).held.append(data.get("delta") or "")
-        elif kind in ("response.function_call_arguments.done", "response.custom_tool_call_input.done"):
+        elif kind == "response.function_call_arguments.done":
             # (the reader gives every call one, carrying the upstream's final input when it sent one)
-            final = data.get("arguments" if kind == "response.function_call_arguments.done" else "input")
-            self._settle(data["output_index"], final, batch)
+            index = data["output_index"]
+            final = data.get("arguments")
+            state = self._call(index, batch)
+            if isinstance(final, str) and final and not state.agrees(final):
+                state.doubtful = final  # not JSON, unlike its deltas: the final item decides (module docstring)
+            else:
+                self._settle(index, final, batch)
+        elif kind == "response.custom_tool_call_input.done":
+            self._settle(data["output_index"], data.get("input"), batch)
         elif kind == "response.output_item.added":
             if (data.get("item") or {}).get("type") in ("function_call", "custom_tool_call"):
                 self._call(data["output_index"], batch)
@@ -366,7 +380,10 @@ class EventMapper:
     def _settle(self, index: int, final: Any, batch: list[Any]) -> None:
         """Pass on a call's input once the upstream closed it (module docstring), and finish the call."""
         state = self._call(index, batch, final=True)
-        self.produced += state.settle(final if isinstance(final, str) and final else None, index, batch)
+        final = final if isinstance(final, str) and final else None
+        if state.doubtful is not None:
+            final = state.best(final)
+        self.produced += state.settle(final, index, batch)
         state.finish(index, batch)
 
     def _call(self, index: int, batch: list[Any], final: bool = False) -> _CallState:
@@ -397,7 +414,7 @@ class EventMapper:
                 state.decoder = CustomInputDecoder()  # a server that made it a function: {"input": "..."}
             elif kind != "custom" and custom_item:
                 kind = "custom"
-            batch.append(g.ToolCallStart(index, call_id, tool.name, kind, tool.namespace))
+            batch.append(g.ToolCallStart(index, call_id, tool.name, kind, tool.namespace, tool.runner))
         state.started = True
         self.started_calls += 1
 
@@ -421,12 +438,26 @@ class EventMapper:
 class _CallState(ToolCallBuffer):
     """A ToolCallBuffer whose input is held until the upstream closes the call (module docstring)."""
 
-    __slots__ = ("held", "settled")
+    __slots__ = ("held", "settled", "doubtful")
 
     def __init__(self) -> None:
         super().__init__()
         self.held: list[str] = []  # input deltas, until the upstream closes the call
         self.settled = False
+        self.doubtful: str | None = None  # a `.done`'s arguments that are not JSON and not what the deltas say
+
+    def agrees(self, final: str) -> bool:
+        """Whether a function call's `.done` arguments can settle it: they are what the deltas add up to, or
+        JSON (parsed only when they differ, once per call)."""
+        return final == "".join(self.held) or _is_json(final)
+
+    def best(self, final: str | None) -> str:
+        """The arguments to pass on when the `.done` was doubtful: the first that is JSON of the final item's
+        (`final`, from output_item.done or the terminal), the deltas', the `.done`'s; none being JSON, the
+        final item's."""
+        doubtful = self.doubtful or ""
+        versions = [v for v in (final, "".join(self.held), doubtful) if v]
+        return next((v for v in versions if _is_json(v)), final or doubtful)
 
     def settle(self, final: str | None, index: int, batch: list[Any]) -> int:
         """The held input passed on once: as it came when it adds up to `final` (or there is no final),
@@ -454,6 +485,14 @@ class _Reasoning:
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.part: int | None = None
+
+
+def _is_json(text: str) -> bool:
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _upstream_error(error: dict[str, Any]) -> UpstreamError:

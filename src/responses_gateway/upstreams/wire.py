@@ -7,7 +7,6 @@ Adapters import from here and never from each other, so each adapter module is a
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import aiohttp
@@ -15,12 +14,11 @@ import orjson
 
 from .. import generation as g
 from ..errors import UpstreamError, upstream_status_error
+from ..net.urls import safe_url
 from ..protocol.tools import Tool, wire_name
 from .base import Call, Route
 from .custom_input import CustomInputDecoder
 from .http import HTTPUpstream, bearer_headers
-
-log = logging.getLogger("responses_gateway.upstream")
 
 TOOL_SEARCH_DESCRIPTION = "Search for more tools to use."
 TOOL_SEARCH_PARAMETERS = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
@@ -89,12 +87,13 @@ def json_object(data: bytes | str, what: str) -> dict[str, Any]:
 
 
 def openai_http_error(status: int, raw: bytes, model: str | None) -> UpstreamError:
-    """An OpenAI-style server's error answer (Chat Completions, Responses), before any stream, as OpenAI's error."""
+    """An OpenAI-style server's error answer (Chat Completions, Responses), before any stream, as OpenAI's error.
+    A 404 is about the model when the server says so (its code, or a message naming the model); a bare
+    `{"detail": "Not Found"}` is a path the server does not have."""
     message, code, param = _error_fields(raw)
-    log.warning("upstream answered HTTP %s: %s", status, message[:200])
     return upstream_status_error(status, message, model, code=code,
                                  param=param if isinstance(param, str) else None,
-                                 model_missing=code in ("model_not_found", "404", None) or "model" in message.lower(),
+                                 model_missing=code in ("model_not_found", "404") or "model" in message.lower(),
                                  context_phrases=CONTEXT_PHRASES)
 
 
@@ -176,6 +175,12 @@ class OpenAIShaped(HTTPUpstream):
         super().__init__(route)
         self.label = f"{self.base} ({self.kind})"
         self.headers = bearer_headers(route.api_key)
+
+    def hint(self, status: int) -> str:
+        """A 404 from a base URL without `/v1` (`--upstream http://host:8000`): what to change."""
+        if status != 404 or self.base.endswith("/v1"):
+            return ""
+        return f"; an OpenAI-compatible base URL usually ends in /v1: try {safe_url(self.base)}/v1"
 
     async def list_models(self) -> list[dict[str, Any]]:
         return await self.openai_models(openai_http_error)

@@ -1,0 +1,159 @@
+"""A request body read whole before its request is admitted, at a minimum pace.
+
+A body still arriving holds no place in flight (api/admission.py admits the request once it is here), so
+it is held to a pace instead: once its first --body-rate-grace seconds are over it must have averaged
+--min-body-rate bytes a second (Apache's `mod_reqtimeout` MinRate), or it is answered 408
+`request_timeout` and its connection closed, counted in
+`responses_gateway_connections_closed_total{reason="body_rate"}`. `--body-timeout` (edge.py) still bounds
+the whole body, and --max-body-bytes its size (413).
+
+The pace is checked once a second by one timer for all bodies still arriving (`Readers`), not by a timer
+per request: almost every body arrives with its headers, and each would pay for a timer it never needs.
+A multipart upload is not read here (its endpoint streams it to disk within its own bound): it is held to
+the same pace as its endpoint reads it (`Readers.paced`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from starlette.requests import ClientDisconnect
+from starlette.types import Message, Receive
+
+from .. import metrics
+from ..door import Door
+from ..errors import APIError
+
+SLOW = "the request body arrived too slowly"  # the cancellation message of a body behind its pace
+SWEEP_EVERY = 1.0  # seconds between two checks of the bodies still arriving
+
+
+@dataclass(frozen=True)
+class BodyPace:
+    """The slowest a body may arrive: `rate` bytes a second on average after its first `grace` seconds."""
+
+    rate: float = 500.0  # 0: no minimum
+    grace: float = 10.0
+
+
+class SlowBody(APIError):
+    def __init__(self, pace: BodyPace):
+        super().__init__(408, f"The request body arrived too slowly: after {pace.grace:g}s a body must arrive at "
+                              f"{pace.rate:g} bytes a second or more.", code="request_timeout")
+
+    def headers(self) -> dict[str, str]:
+        return {"connection": "close"}  # the rest of the body is never read: the connection cannot be reused
+
+
+class Reading:
+    """One body still arriving: the task reading it, since when, and how many bytes have come."""
+
+    __slots__ = ("task", "started", "received")
+
+    def __init__(self, task: asyncio.Task[object], started: float):
+        self.task = task
+        self.started = started
+        self.received = 0
+
+
+class Readers:
+    """The bodies still arriving in this process; one timer, armed only while there are some, cancels the
+    reading of each that has fallen behind the pace."""
+
+    def __init__(self, pace: BodyPace):
+        self.pace = pace
+        self.reading: set[Reading] = set()
+        self.timer: asyncio.TimerHandle | None = None
+
+    def add(self, reading: Reading) -> None:
+        self.reading.add(reading)
+        if self.timer is None and self.pace.rate > 0:
+            self.timer = asyncio.get_running_loop().call_later(SWEEP_EVERY, self.sweep)
+
+    def sweep(self) -> None:
+        self.timer = None
+        now = asyncio.get_running_loop().time()
+        pace = self.pace
+        for reading in list(self.reading):
+            if now > reading.started + pace.grace + reading.received / pace.rate:
+                self.reading.discard(reading)
+                reading.task.cancel(SLOW)
+        if self.reading:
+            self.timer = asyncio.get_running_loop().call_later(SWEEP_EVERY, self.sweep)
+
+    async def read(self, receive: Receive, door: Door) -> bytearray:
+        """The body, appended chunk by chunk as it arrives (one join of tens of MB at the end would be a
+        single step of tens of milliseconds on the event loop). Raises the 413 or 408 to answer, or
+        ClientDisconnect."""
+        reading = Reading(current(), asyncio.get_running_loop().time())
+        body = bytearray()
+        while True:
+            message = await self.next(receive, reading)
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnect
+            chunk = message.get("body", b"")
+            door.check_size(len(body) + len(chunk))
+            body += chunk
+            reading.received = len(body)
+            if not message.get("more_body", False):
+                return body
+
+    def paced(self, receive: Receive, at_end: Callable[[], Awaitable[None]]) -> Receive:
+        """`receive` for an app that reads the body itself (a multipart upload, bounded by its endpoint): held
+        to the same pace, and `at_end` awaited when the body has come (it may raise, e.g. RateLimited)."""
+        reading: Reading | None = None
+        done = False
+
+        async def next_message() -> Message:
+            nonlocal reading, done
+            if done:
+                return await receive()
+            if reading is None:
+                reading = Reading(current(), asyncio.get_running_loop().time())
+            message = await self.next(receive, reading)
+            reading.received += len(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                done = True
+                if message["type"] == "http.request":
+                    await at_end()
+            return message
+
+        return next_message
+
+    async def next(self, receive: Receive, reading: Reading) -> Message:
+        """The next message of a body, its reading watched only while it is awaited here (the app may await
+        other things between two reads); SlowBody when the body fell behind the pace meanwhile."""
+        self.add(reading)
+        try:
+            return await receive()
+        except asyncio.CancelledError as exc:
+            if exc.args != (SLOW,):
+                raise
+            reading.task.uncancel()
+            metrics.connections_closed.labels("body_rate").inc()
+            raise SlowBody(self.pace) from None
+        finally:
+            self.reading.discard(reading)
+
+
+def current() -> asyncio.Task[object]:
+    task = asyncio.current_task()
+    assert task is not None
+    return task
+
+
+def after_body(receive: Receive) -> Receive:
+    """The app's `receive` once the body has been read: the body's end, then what the server says next (a
+    disconnect)."""
+    ended = False
+
+    async def next_message() -> Message:
+        nonlocal ended
+        if not ended:
+            ended = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        return await receive()
+
+    return next_message

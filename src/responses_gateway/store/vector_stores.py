@@ -1,0 +1,543 @@
+"""Vector stores: the stores, their files (each also an ingestion job), file batches, and the chunks.
+
+A vector store file's row is its ingestion job: `in_progress` until a worker (tools/file_search/ingest.py)
+finishes it as `completed` (its chunks written in the same transaction) or `failed` (`last_error`), or a
+cancel makes it `cancelled`. A worker claims a row by writing its name and a lease with a conditional update,
+so two workers never hold one file; a worker that dies leaves a lease that runs out, and another (after a
+restart, or on another replica) takes the file up again. A worker writes its result only while it still
+holds the row.
+
+Chunks keep their offsets in the file's text and their embedding (float32 bytes, or NULL when the store has
+no embedding model). Keyword search is the engine's own: an FTS5 table on SQLite (BM25), a GIN index over
+`to_tsvector('english', text)` on PostgreSQL (`ts_rank_cd`); both are made by SEARCH_INDEX after the
+migrations. `version` counts the changes of a store's chunks: what caches its vectors checks it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+from .base import Engine, Page, Queries, Statements
+from .sqlite import SQLite
+
+LIVE = "(expires_at IS NULL OR expires_at > ?)"
+STATUSES = ("in_progress", "completed", "failed", "cancelled")
+
+# The keyword index, made after the migrations (idempotent): each engine's own.
+SEARCH_INDEX = {
+    "sqlite": ["CREATE VIRTUAL TABLE IF NOT EXISTS rg_chunks_fts USING fts5(text, vector_store_id UNINDEXED, "
+               "file_id UNINDEXED, position UNINDEXED, tokenize = 'porter unicode61')"],
+    "postgresql": ["SELECT pg_advisory_xact_lock(727275)",  # one process makes it
+                   "CREATE INDEX IF NOT EXISTS rg_chunks_tsv ON rg_chunks USING GIN (to_tsvector('english', text))"],
+}
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """What a search needs of a vector store."""
+
+    id: str
+    embedding_model: str | None
+    dimension: int | None
+    version: int
+    expired: bool
+
+
+@dataclass(frozen=True)
+class Job:
+    """A vector store file claimed for ingestion."""
+
+    vector_store_id: str
+    file_id: str
+    owner: str
+    chunking: dict[str, Any]
+    attempts: int
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    position: int
+    start: int
+    end: int
+    tokens: int
+    text: str
+    embedding: bytes | None
+
+
+@dataclass(frozen=True)
+class Hit:
+    vector_store_id: str
+    file_id: str
+    position: int
+
+
+class VectorStores(Protocol):
+    async def ensure_search_index(self) -> None: ...
+
+    async def create_vector_store(self, vector_store: dict[str, Any], owner: str, embedding_model: str | None) -> None:
+        ...
+
+    async def get_vector_store(self, vector_store_id: str, owner: str) -> dict[str, Any] | None: ...
+
+    async def list_vector_stores(self, owner: str, *, after: str | None, before: str | None, limit: int,
+                                 order: str) -> Page: ...
+
+    async def update_vector_store(self, vector_store_id: str, owner: str, body: dict[str, Any],
+                                  expires_at: int | None) -> None: ...
+
+    async def delete_vector_store(self, vector_store_id: str, owner: str) -> bool: ...
+
+    async def touch_vector_stores(self, ids: list[str]) -> None:
+        """A search used them: `last_active_at` (and an expiry anchored on it) moves."""
+        ...
+
+    async def store_infos(self, ids: list[str], owner: str) -> dict[str, StoreInfo]: ...
+
+    async def add_vector_store_files(self, vector_store_id: str, owner: str,
+                                     files: list[tuple[str, dict[str, Any] | None, dict[str, Any]]],
+                                     batch_id: str | None) -> None:
+        """(file id, attributes, chunking) each, `in_progress`; a file already there starts over."""
+        ...
+
+    async def get_vector_store_file(self, vector_store_id: str, file_id: str, owner: str) -> dict[str, Any] | None:
+        ...
+
+    async def list_vector_store_files(self, vector_store_id: str, owner: str, *, status: str | None,
+                                      batch_id: str | None, after: str | None, before: str | None, limit: int,
+                                      order: str) -> Page: ...
+
+    async def update_file_attributes(self, vector_store_id: str, file_id: str, owner: str,
+                                     attributes: dict[str, Any] | None) -> bool: ...
+
+    async def delete_vector_store_file(self, vector_store_id: str, file_id: str, owner: str) -> bool: ...
+
+    async def detach_file(self, file_id: str, owner: str) -> None:
+        """A deleted file leaves every vector store."""
+        ...
+
+    async def file_chunks(self, vector_store_id: str, file_id: str) -> list[ChunkRow]: ...
+
+    async def create_batch(self, batch_id: str, vector_store_id: str, owner: str, created_at: int) -> None: ...
+
+    async def get_batch(self, batch_id: str, vector_store_id: str, owner: str) -> dict[str, Any] | None: ...
+
+    async def cancel_batch(self, batch_id: str, vector_store_id: str, owner: str) -> bool: ...
+
+    async def claim_job(self, worker: str, lease: float) -> Job | None: ...
+
+    async def renew_job(self, job: Job, worker: str, lease: float) -> bool: ...
+
+    async def finish_job(self, job: Job, worker: str, chunks: list[ChunkRow], usage_bytes: int,
+                         dimension: int | None) -> bool: ...
+
+    async def fail_job(self, job: Job, worker: str, code: str, message: str) -> bool: ...
+
+    async def release_jobs(self, worker: str) -> None:
+        """Shutting down: this worker's files are left for the next one, at once."""
+        ...
+
+    async def keyword_search(self, query: str, stores: Sequence[str], files: Sequence[str] | None,
+                             limit: int) -> list[Hit]: ...
+
+    async def store_vectors(self, vector_store_id: str) -> list[tuple[str, int, bytes]]: ...
+
+    async def chunk_texts(self, hits: Sequence[Hit]) -> dict[Hit, str]: ...
+
+    async def searchable_files(self, stores: Sequence[str]) -> list[tuple[str, str, str, dict[str, Any] | None]]:
+        """(store, file id, filename, attributes) of the completed files."""
+        ...
+
+    async def purge_vector_stores(self) -> int: ...
+
+
+def _file_object(row: Sequence[Any]) -> dict[str, Any]:
+    vs_id, file_id, created_at, status, attributes, chunking, last_error, usage = row
+    return {"id": file_id, "object": "vector_store.file", "created_at": created_at, "vector_store_id": vs_id,
+            "status": status, "usage_bytes": usage,
+            "last_error": orjson.loads(last_error) if last_error else None,
+            "attributes": orjson.loads(attributes) if attributes else None,
+            "chunking_strategy": orjson.loads(chunking)}
+
+
+FILE_COLUMNS = "vector_store_id, file_id, created_at, status, attributes, chunking, last_error, usage_bytes"
+WORD = re.compile(r"\w+", re.UNICODE)
+MAX_TERMS = 64
+# English stop words (PostgreSQL's `english` configuration drops these too): a query's "the" or "on" would
+# otherwise make every chunk a keyword match and push the fused ranking toward noise.
+STOP_WORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "you", "your", "yours", "yourself", "yourselves"])
+
+
+def query_terms(query: str) -> list[str]:
+    """The words of a query, lower-cased, once each, stop words left out (operators and punctuation never
+    reach the index); a query of stop words only keeps them."""
+    seen: dict[str, None] = {}
+    for word in WORD.findall(query.lower()):
+        seen.setdefault(word, None)
+    words = [w for w in seen if w not in STOP_WORDS] or list(seen)
+    return words[:MAX_TERMS]
+
+
+class VectorStoreQueries(Queries):
+    @property
+    def _sqlite(self) -> bool:
+        return isinstance(self.engine, SQLite)
+
+    async def ensure_search_index(self) -> None:
+        statements = SEARCH_INDEX["sqlite" if self._sqlite else "postgresql"]
+        await self.engine.write([(sql, [()]) for sql in statements])
+
+    # -- vector stores ------------------------------------------------------------------------------------
+
+    async def create_vector_store(self, vector_store: dict[str, Any], owner: str, embedding_model: str | None) -> None:
+        await self.engine.write([(
+            "INSERT INTO rg_vector_stores (id, owner, created_at, last_active_at, expires_at, embedding_model, body) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(vector_store["id"], owner, vector_store["created_at"], vector_store["created_at"],
+              vector_store.get("expires_at"), embedding_model, orjson.dumps(vector_store).decode())])])
+
+    async def _counts(self, vector_store_id: str, batch_id: str | None = None) -> tuple[dict[str, int], int]:
+        where, args = "vector_store_id = ?", [vector_store_id]
+        if batch_id is not None:
+            where += " AND batch_id = ?"
+            args.append(batch_id)
+        rows = await self.engine.fetchall(
+            f"SELECT status, count(*), COALESCE(SUM(usage_bytes), 0) FROM rg_vector_store_files WHERE {where} "
+            "GROUP BY status", tuple(args))
+        counts = dict.fromkeys(STATUSES, 0)
+        usage = 0
+        for status, count, used in rows:
+            counts[status] = int(count)
+            if status == "completed":
+                usage = int(used)
+        counts["total"] = sum(counts.values())
+        return counts, usage
+
+    async def _vector_store(self, row: Sequence[Any]) -> dict[str, Any]:
+        body = orjson.loads(row[0])
+        last_active, expires_at = int(row[1]), row[2]
+        counts, usage = await self._counts(body["id"])
+        if expires_at is not None and expires_at <= time.time():
+            status = "expired"
+        else:
+            status = "in_progress" if counts["in_progress"] else "completed"
+        return {**body, "file_counts": counts, "usage_bytes": usage, "status": status, "last_active_at": last_active,
+                "expires_at": expires_at}
+
+    async def get_vector_store(self, vector_store_id: str, owner: str) -> dict[str, Any] | None:
+        row = await self.engine.fetchone(
+            "SELECT body, last_active_at, expires_at FROM rg_vector_stores WHERE id = ? AND owner = ?",
+            (vector_store_id, owner))
+        return await self._vector_store(row) if row else None
+
+    async def list_vector_stores(self, owner: str, *, after: str | None, before: str | None, limit: int,
+                                 order: str) -> Page:
+        rows = await _paged(self.engine, "rg_vector_stores", "body, last_active_at, expires_at", "created_at",
+                            ["owner = ?"], [owner], after, before, limit, order)
+        if rows is None:
+            return Page([], False)
+        return Page([await self._vector_store(r) for r in rows[:limit]], len(rows) > limit)
+
+    async def update_vector_store(self, vector_store_id: str, owner: str, body: dict[str, Any],
+                                  expires_at: int | None) -> None:
+        await self.engine.write([("UPDATE rg_vector_stores SET body = ?, expires_at = ? WHERE id = ? AND owner = ?",
+                                  [(orjson.dumps(body).decode(), expires_at, vector_store_id, owner)])])
+
+    async def delete_vector_store(self, vector_store_id: str, owner: str) -> bool:
+        statements: Statements = [
+            ("DELETE FROM rg_vector_stores WHERE id = ? AND owner = ?", [(vector_store_id, owner)])]
+        gone = await self.engine.write(statements, count_last=True) > 0
+        if gone:
+            await self.engine.write(self._drop_chunks("vector_store_id = ?", (vector_store_id,)) + [
+                ("DELETE FROM rg_vector_store_files WHERE vector_store_id = ?", [(vector_store_id,)]),
+                ("DELETE FROM rg_file_batches WHERE vector_store_id = ?", [(vector_store_id,)])])
+        return gone
+
+    async def touch_vector_stores(self, ids: list[str]) -> None:
+        now = int(time.time())
+        rows = await self.engine.fetchall(
+            f"SELECT id, body FROM rg_vector_stores WHERE id IN ({', '.join('?' for _ in ids)})", tuple(ids))
+        updates = []
+        for vs_id, body in rows:
+            expires = orjson.loads(body).get("expires_after")
+            updates.append((now, now + int(expires["days"]) * 86400 if expires else None, vs_id))
+        if updates:
+            await self.engine.write([("UPDATE rg_vector_stores SET last_active_at = ?, expires_at = ? WHERE id = ?",
+                                      updates)])
+
+    async def store_infos(self, ids: list[str], owner: str) -> dict[str, StoreInfo]:
+        if not ids:
+            return {}
+        rows = await self.engine.fetchall(
+            "SELECT id, embedding_model, dimension, version, expires_at FROM rg_vector_stores "
+            f"WHERE id IN ({', '.join('?' for _ in ids)}) AND owner = ?", (*ids, owner))
+        now = time.time()
+        return {r[0]: StoreInfo(r[0], r[1], r[2], int(r[3]), r[4] is not None and r[4] <= now) for r in rows}
+
+    # -- their files --------------------------------------------------------------------------------------
+
+    async def add_vector_store_files(self, vector_store_id: str, owner: str,
+                                     files: list[tuple[str, dict[str, Any] | None, dict[str, Any]]],
+                                     batch_id: str | None) -> None:
+        now = int(time.time())
+        seq = time.time_ns() // 1000
+        rows = [(vector_store_id, file_id, owner, now, seq + i, batch_id,
+                 orjson.dumps(attributes).decode() if attributes is not None else None, orjson.dumps(chunking).decode())
+                for i, (file_id, attributes, chunking) in enumerate(files)]
+        keys = [(vector_store_id, file_id) for file_id, _, _ in files]
+        await self.engine.write(
+            self._drop_chunks("vector_store_id = ? AND file_id = ?", *keys) + [
+                ("DELETE FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ?", keys),
+                ("INSERT INTO rg_vector_store_files (vector_store_id, file_id, owner, created_at, seq, status, batch_id, "
+                 "attributes, chunking) VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)", rows),
+                ("UPDATE rg_vector_stores SET version = version + 1 WHERE id = ?", [(vector_store_id,)]),
+            ])
+
+    async def get_vector_store_file(self, vector_store_id: str, file_id: str, owner: str) -> dict[str, Any] | None:
+        row = await self.engine.fetchone(
+            f"SELECT {FILE_COLUMNS} FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ? AND owner = ?",
+            (vector_store_id, file_id, owner))
+        return _file_object(row) if row else None
+
+    async def list_vector_store_files(self, vector_store_id: str, owner: str, *, status: str | None,
+                                      batch_id: str | None, after: str | None, before: str | None, limit: int,
+                                      order: str) -> Page:
+        clauses, args = ["vector_store_id = ?", "owner = ?"], [vector_store_id, owner]
+        if status is not None:
+            clauses.append("status = ?")
+            args.append(status)
+        if batch_id is not None:
+            clauses.append("batch_id = ?")
+            args.append(batch_id)
+        rows = await _paged(self.engine, "rg_vector_store_files", FILE_COLUMNS, "seq", clauses, args, after, before,
+                            limit, order, id_column="file_id", scope=("vector_store_id", vector_store_id))
+        if rows is None:
+            return Page([], False)
+        return Page([_file_object(r) for r in rows[:limit]], len(rows) > limit)
+
+    async def update_file_attributes(self, vector_store_id: str, file_id: str, owner: str,
+                                     attributes: dict[str, Any] | None) -> bool:
+        encoded = orjson.dumps(attributes).decode() if attributes is not None else None
+        return await self.engine.write([(
+            "UPDATE rg_vector_store_files SET attributes = ? WHERE vector_store_id = ? AND file_id = ? AND owner = ?",
+            [(encoded, vector_store_id, file_id, owner)])], count_last=True) > 0
+
+    async def delete_vector_store_file(self, vector_store_id: str, file_id: str, owner: str) -> bool:
+        gone = await self.engine.write([(
+            "DELETE FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ? AND owner = ?",
+            [(vector_store_id, file_id, owner)])], count_last=True) > 0
+        if gone:
+            await self.engine.write(self._drop_chunks("vector_store_id = ? AND file_id = ?", (vector_store_id, file_id))
+                                    + [("UPDATE rg_vector_stores SET version = version + 1 WHERE id = ?",
+                                        [(vector_store_id,)])])
+        return gone
+
+    async def detach_file(self, file_id: str, owner: str) -> None:
+        rows = await self.engine.fetchall(
+            "SELECT vector_store_id FROM rg_vector_store_files WHERE file_id = ? AND owner = ?", (file_id, owner))
+        for (vs_id,) in rows:
+            await self.delete_vector_store_file(vs_id, file_id, owner)
+
+    async def file_chunks(self, vector_store_id: str, file_id: str) -> list[ChunkRow]:
+        rows = await self.engine.fetchall(
+            "SELECT position, start_index, end_index, tokens, text FROM rg_chunks WHERE vector_store_id = ? "
+            "AND file_id = ? ORDER BY position", (vector_store_id, file_id))
+        return [ChunkRow(int(r[0]), int(r[1]), int(r[2]), int(r[3]), r[4], None) for r in rows]
+
+    def _drop_chunks(self, where: str, *args: tuple[Any, ...]) -> Statements:
+        statements: Statements = [(f"DELETE FROM rg_chunks WHERE {where}", list(args))]
+        if self._sqlite:
+            statements.append((f"DELETE FROM rg_chunks_fts WHERE {where}", list(args)))
+        return statements
+
+    # -- batches ------------------------------------------------------------------------------------------
+
+    async def create_batch(self, batch_id: str, vector_store_id: str, owner: str, created_at: int) -> None:
+        await self.engine.write([("INSERT INTO rg_file_batches (id, vector_store_id, owner, created_at) "
+                                  "VALUES (?, ?, ?, ?)", [(batch_id, vector_store_id, owner, created_at)])])
+
+    async def get_batch(self, batch_id: str, vector_store_id: str, owner: str) -> dict[str, Any] | None:
+        row = await self.engine.fetchone(
+            "SELECT created_at, cancelled FROM rg_file_batches WHERE id = ? AND vector_store_id = ? AND owner = ?",
+            (batch_id, vector_store_id, owner))
+        if row is None:
+            return None
+        counts, _ = await self._counts(vector_store_id, batch_id)
+        if counts["in_progress"]:
+            status = "in_progress"
+        elif row[1]:
+            status = "cancelled"
+        elif counts["failed"] and counts["failed"] == counts["total"]:
+            status = "failed"
+        else:
+            status = "completed"
+        return {"id": batch_id, "object": "vector_store.files_batch", "created_at": int(row[0]),
+                "vector_store_id": vector_store_id, "status": status, "file_counts": counts}
+
+    async def cancel_batch(self, batch_id: str, vector_store_id: str, owner: str) -> bool:
+        cancelled = await self.engine.write([
+            ("UPDATE rg_file_batches SET cancelled = 1 WHERE id = ? AND vector_store_id = ? AND owner = ?",
+             [(batch_id, vector_store_id, owner)]),
+        ], count_last=True) > 0
+        if cancelled:
+            await self.engine.write([(
+                "UPDATE rg_vector_store_files SET status = 'cancelled', worker = NULL, lease_until = NULL "
+                "WHERE batch_id = ? AND vector_store_id = ? AND status = 'in_progress'", [(batch_id, vector_store_id)])])
+        return cancelled
+
+    # -- ingestion jobs -----------------------------------------------------------------------------------
+
+    async def claim_job(self, worker: str, lease: float) -> Job | None:
+        now = time.time()
+        rows = await self.engine.fetchall(
+            "SELECT vector_store_id, file_id, owner, chunking, attempts FROM rg_vector_store_files "
+            "WHERE status = 'in_progress' AND (lease_until IS NULL OR lease_until < ?) ORDER BY seq LIMIT 8",
+            (int(now),))
+        for vs_id, file_id, owner, chunking, attempts in rows:
+            claimed = await self.engine.write([(
+                "UPDATE rg_vector_store_files SET worker = ?, lease_until = ?, attempts = attempts + 1 "
+                "WHERE vector_store_id = ? AND file_id = ? AND status = 'in_progress' "
+                "AND (lease_until IS NULL OR lease_until < ?)",
+                [(worker, int(now + lease), vs_id, file_id, int(now))])], count_last=True)
+            if claimed:
+                return Job(vs_id, file_id, owner, orjson.loads(chunking), int(attempts) + 1)
+        return None
+
+    async def renew_job(self, job: Job, worker: str, lease: float) -> bool:
+        return await self.engine.write([(
+            "UPDATE rg_vector_store_files SET lease_until = ? WHERE vector_store_id = ? AND file_id = ? AND worker = ? "
+            "AND status = 'in_progress'", [(int(time.time() + lease), job.vector_store_id, job.file_id, worker)])],
+            count_last=True) > 0
+
+    async def finish_job(self, job: Job, worker: str, chunks: list[ChunkRow], usage_bytes: int,
+                         dimension: int | None) -> bool:
+        key = (job.vector_store_id, job.file_id)
+        mine = ("EXISTS (SELECT 1 FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ? AND worker = ? "
+                "AND status = 'completed')")
+        # The row first: it is ours only if no other worker took it over (then nothing below applies).
+        statements: Statements = [(
+            "UPDATE rg_vector_store_files SET status = 'completed', usage_bytes = ?, lease_until = NULL, "
+            "last_error = NULL WHERE vector_store_id = ? AND file_id = ? AND worker = ? AND status = 'in_progress'",
+            [(usage_bytes, *key, worker)])]
+        statements += [(f"DELETE FROM rg_chunks WHERE vector_store_id = ? AND file_id = ? AND {mine}",
+                        [(*key, *key, worker)])]
+        statements.append((
+            "INSERT INTO rg_chunks (vector_store_id, file_id, position, start_index, end_index, tokens, text, embedding) "
+            "SELECT ?, ?, CAST(? AS INTEGER), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS INTEGER), ?, "
+            f"{'?' if self._sqlite else 'CAST(? AS BYTEA)'} WHERE {mine}",
+            [(*key, c.position, c.start, c.end, c.tokens, c.text, c.embedding, *key, worker) for c in chunks]))
+        if self._sqlite:
+            statements.append((f"DELETE FROM rg_chunks_fts WHERE vector_store_id = ? AND file_id = ? AND {mine}",
+                               [(*key, *key, worker)]))
+            statements.append((
+                f"INSERT INTO rg_chunks_fts (text, vector_store_id, file_id, position) SELECT ?, ?, ?, ? WHERE {mine}",
+                [(c.text, *key, c.position, *key, worker) for c in chunks]))
+        statements.append((
+            f"UPDATE rg_vector_stores SET version = version + 1, dimension = COALESCE(dimension, ?) WHERE id = ? "
+            f"AND {mine}", [(dimension, job.vector_store_id, *key, worker)]))
+        statements.append(("UPDATE rg_vector_store_files SET worker = NULL WHERE vector_store_id = ? AND file_id = ? "
+                           "AND worker = ? AND status = 'completed'", [(*key, worker)]))
+        return await self.engine.write(statements, count_last=True) > 0
+
+    async def fail_job(self, job: Job, worker: str, code: str, message: str) -> bool:
+        error = orjson.dumps({"code": code, "message": message[:1000]}).decode()
+        return await self.engine.write([(
+            "UPDATE rg_vector_store_files SET status = 'failed', last_error = ?, worker = NULL, lease_until = NULL "
+            "WHERE vector_store_id = ? AND file_id = ? AND worker = ? AND status = 'in_progress'",
+            [(error, job.vector_store_id, job.file_id, worker)])], count_last=True) > 0
+
+    async def release_jobs(self, worker: str) -> None:
+        await self.engine.write([("UPDATE rg_vector_store_files SET worker = NULL, lease_until = NULL "
+                                  "WHERE worker = ? AND status = 'in_progress'", [(worker,)])])
+
+    # -- search -------------------------------------------------------------------------------------------
+
+    async def keyword_search(self, query: str, stores: Sequence[str], files: Sequence[str] | None,
+                             limit: int) -> list[Hit]:
+        terms = query_terms(query)
+        if not terms or not stores:
+            return []
+        store_marks = ", ".join("?" for _ in stores)
+        file_clause, file_args = "", tuple[str, ...]()
+        if files is not None:
+            if not files:
+                return []
+            file_clause = f" AND file_id IN ({', '.join('?' for _ in files)})"
+            file_args = tuple(files)
+        if self._sqlite:
+            match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+            rows = await self.engine.fetchall(
+                "SELECT vector_store_id, file_id, position FROM rg_chunks_fts WHERE rg_chunks_fts MATCH ? "
+                f"AND vector_store_id IN ({store_marks}){file_clause} ORDER BY bm25(rg_chunks_fts) LIMIT ?",
+                (match, *stores, *file_args, limit))
+        else:
+            tsquery = " | ".join(terms)
+            rows = await self.engine.fetchall(
+                "SELECT vector_store_id, file_id, position FROM rg_chunks, to_tsquery('english', ?) q "
+                f"WHERE to_tsvector('english', text) @@ q AND vector_store_id IN ({store_marks}){file_clause} "
+                "ORDER BY ts_rank_cd(to_tsvector('english', text), q) DESC LIMIT ?",
+                (tsquery, *stores, *file_args, limit))
+        return [Hit(r[0], r[1], int(r[2])) for r in rows]
+
+    async def store_vectors(self, vector_store_id: str) -> list[tuple[str, int, bytes]]:
+        rows = await self.engine.fetchall(
+            "SELECT file_id, position, embedding FROM rg_chunks WHERE vector_store_id = ? AND embedding IS NOT NULL",
+            (vector_store_id,))
+        return [(r[0], int(r[1]), bytes(r[2])) for r in rows]
+
+    async def chunk_texts(self, hits: Sequence[Hit]) -> dict[Hit, str]:
+        if not hits:
+            return {}
+        where = " OR ".join("(vector_store_id = ? AND file_id = ? AND position = ?)" for _ in hits)
+        args = tuple(x for h in hits for x in (h.vector_store_id, h.file_id, h.position))
+        rows = await self.engine.fetchall(f"SELECT vector_store_id, file_id, position, text FROM rg_chunks WHERE {where}",
+                                          args)
+        return {Hit(r[0], r[1], int(r[2])): r[3] for r in rows}
+
+    async def searchable_files(self, stores: Sequence[str]) -> list[tuple[str, str, str, dict[str, Any] | None]]:
+        if not stores:
+            return []
+        rows = await self.engine.fetchall(
+            "SELECT v.vector_store_id, v.file_id, f.body, v.attributes FROM rg_vector_store_files v "
+            "JOIN rg_files f ON f.id = v.file_id "
+            f"WHERE v.vector_store_id IN ({', '.join('?' for _ in stores)}) AND v.status = 'completed'", tuple(stores))
+        return [(r[0], r[1], orjson.loads(r[2])["filename"], orjson.loads(r[3]) if r[3] else None) for r in rows]
+
+    async def purge_vector_stores(self) -> int:
+        rows = await self.engine.fetchall("SELECT id, owner FROM rg_vector_stores WHERE expires_at <= ?",
+                                          (int(time.time()),))
+        for vs_id, owner in rows:
+            await self.delete_vector_store(vs_id, owner)
+        return len(rows)
+
+
+async def _paged(engine: Engine, table: str, columns: str, order_column: str, clauses: list[str], args: list[Any],
+                 after: str | None, before: str | None, limit: int, order: str, *, id_column: str = "id",
+                 scope: tuple[str, str] | None = None) -> list[Sequence[Any]] | None:
+    """Rows of a list endpoint, `limit + 1` of them (the extra one says has_more); None: a cursor not found."""
+    clauses, args = list(clauses), list(args)
+    backwards = before is not None and after is None
+    for cursor, op in ((after, ">" if order == "asc" else "<"), (before, "<" if order == "asc" else ">")):
+        if cursor is None:
+            continue
+        where = f"{id_column} = ?" + (f" AND {scope[0]} = ?" if scope else "")
+        found = await engine.fetchone(f"SELECT {order_column} FROM {table} WHERE {where}",
+                                      (cursor, scope[1]) if scope else (cursor,))
+        if found is None:
+            return None
+        clauses.append(f"({order_column} {op} ? OR ({order_column} = ? AND {id_column} {op} ?))")
+        args += [found[0], found[0], cursor]
+    ascending = (order == "asc") != backwards
+    direction = "ASC" if ascending else "DESC"
+    rows = await engine.fetchall(
+        f"SELECT {columns} FROM {table} WHERE {' AND '.join(clauses)} "
+        f"ORDER BY {order_column} {direction}, {id_column} {direction} LIMIT ?", (*args, limit + 1))
+    if backwards:
+        extra = rows[limit:]
+        rows = list(reversed(rows[:limit])) + list(extra)
+    return rows
