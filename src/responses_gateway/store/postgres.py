@@ -34,14 +34,15 @@ Queued = tuple[Statements, "asyncio.Future[int]", float]  # a write, its result,
 class Postgres:
     """asyncpg's pool; statements written with `?` are numbered for PostgreSQL.
 
-    Writes are group-committed like SQLite's: the writes that arrive while the groups in flight (at most
-    FLUSHERS at once, each on a connection of its own, so that one group's round trips and commit overlap
-    the next's) are being committed wait together and go as the next group, in one transaction. The writes of a group that share a shape (the
-    same statements, as every response's save does) are merged — each statement once, with all their rows,
-    one pipelined `executemany` — so that under load a hundred saves cost a handful of round trips and one
-    commit instead of a hundred. If the group fails on a data error (one write's duplicate id), each write
-    is run again alone, so that only the bad one fails; a connection that fails fails the group
-    (StoreUnavailable), at once. A write that needs its row count goes alone."""
+    Writes are group-committed like SQLite's: the writes that arrive while the groups in flight are being
+    committed wait together and go as the next group, in one transaction (at most FLUSHERS groups at once,
+    each on a connection of its own, so that one group's round trips and commit overlap the next's). The
+    writes of a group that share a shape (the same statements, as every response's save does) are merged —
+    each statement once, with all their rows, one pipelined `executemany` — so that under load a hundred
+    saves cost a handful of round trips and one commit instead of a hundred. If the group fails on a data
+    error (one write's duplicate id), each write is run again alone, so that only the bad one fails; a
+    connection that fails fails the group (StoreUnavailable), at once. A write that needs its row count
+    goes alone."""
 
     def __init__(self, url: str):
         self.url = url
@@ -126,10 +127,17 @@ class Postgres:
             if len(group) == 1:
                 _settle(group[0][1], exc)
                 return
+            down: StoreUnavailable | None = None
             for statements, done, _ in group:  # which one was it? each alone, so that only it fails
+                if down is not None:  # the database stopped answering meanwhile: the rest fail at once
+                    _settle(done, down)
+                    continue
                 try:
                     with self._unavailable():
                         _settle(done, await self._write(statements, False))
+                except StoreUnavailable as unavailable:
+                    down = unavailable
+                    _settle(done, unavailable)
                 except Exception as alone:
                     _settle(done, alone)
             return

@@ -102,13 +102,13 @@ class SQLite:
 
     async def connect(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.hostlock = HostLock(self.path.with_name(self.path.name + "-writer"))
         # The writer never leaves a wait to the busy handler unless it must (see `_begin`): timeout 0. Nor
         # does it checkpoint the WAL on commit, holding the host's lock meanwhile: `_checkpoint` does.
         self.wconn = await self._on(self.writer, self._open, 0)
         await self._on(self.writer, self.wconn.execute, "PRAGMA wal_autocheckpoint = 0")
         self.rconn = await self._on(self.reader, self._open, self.timeout)
         self.cconn = await self._on(self.checkpointer, self._open, 0)
+        self.hostlock = HostLock(self.path.with_name(self.path.name + "-writer"))  # once the file is usable
 
     async def close(self) -> None:
         for pool, conn in ((self.writer, self.wconn), (self.reader, self.rconn), (self.checkpointer, self.cconn)):
