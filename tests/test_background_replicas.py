@@ -16,11 +16,12 @@ import httpx
 import orjson
 import pytest
 
-from tests.support import backends
+from tests.support import backends, redis_cluster
 from tests.support.fake_chat import Stream, text_stream
 
 pg_database = backends.pg_database
 redis_url = backends.redis_url
+redis_cluster_url = redis_cluster.redis_cluster_url
 
 MODEL = "fake-model"
 WORDS = [f"w{k} " for k in range(40)]
@@ -32,11 +33,14 @@ def slow(request) -> Stream:
     return Stream(text_stream(WORDS), delay=0.05)
 
 
-@pytest.fixture(params=["redis", "database"])
+@pytest.fixture(params=["redis", "redis-cluster", "database"])
 def replicas(request, pg_database, upstream, tmp_path):
-    """Two gateway processes on one PostgreSQL database, with Redis or with the database alone."""
+    """Two gateway processes on one PostgreSQL database, with Redis (one server, or a three-node Cluster) or
+    with the database alone."""
     backends.Backend("postgresql", pg_database).clear()
-    extra = ["--redis", request.getfixturevalue("redis_url")] if request.param == "redis" else []
+    extra = {"redis": lambda: ["--redis", request.getfixturevalue("redis_url")],
+             "redis-cluster": lambda: ["--redis", request.getfixturevalue("redis_cluster_url"), "--redis-cluster"],
+             "database": list}[request.param]()
     upstream.default = slow
     procs = [backends.GatewayProcess(upstream.base_url, pg_database, *FAST, *extra,
                                      log_path=tmp_path / f"{name}.log") for name in "ab"]
@@ -47,6 +51,10 @@ def replicas(request, pg_database, upstream, tmp_path):
     finally:
         for proc in procs:
             proc.kill()
+    if request.param != "database":  # the bus worked: no append fell back, no lost subscription
+        for name in "ab":
+            log = (tmp_path / f"{name}.log").read_text()
+            assert "Redis append failed" not in log and "cancel channel lost" not in log, log[-2000:]
 
 
 class Follower(threading.Thread):

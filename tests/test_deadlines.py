@@ -89,3 +89,19 @@ def test_keep_alive_comments_while_the_upstream_is_silent(gateway_with, upstream
     assert raw.count(b": keep-alive\n\n") >= 2
     result = check_stream(raw)  # comments are not events: the stream is still exactly right
     assert result.terminal["type"] == "response.completed" and result.text == "ab"
+
+
+def test_a_non_streamed_response_reports_its_own_deadline(gateway_with, upstream):
+    """Without `stream`, the 502 carries the deadline's own code (as the stream's `error` event does), not
+    `server_error`."""
+    http = gateway_with(upstream_read_timeout=1.0, upstream_total_timeout=30.0)
+    frames = text_stream(["Hel", "lo"])
+    upstream.enqueue(Stream(frames[:2] + [Sleep(30)] + frames[2:]))
+    r = http.post("/v1/responses", json={"model": "m", "input": "x"})
+    assert r.status_code == 502
+    assert r.json()["error"]["code"] == "upstream_idle_timeout" and "idle timeout" in r.json()["error"]["message"]
+
+    http = gateway_with(upstream_read_timeout=5.0, upstream_total_timeout=1.5)
+    upstream.enqueue(Stream(text_stream(["t"] * 60), delay=0.2))
+    r = http.post("/v1/responses", json={"model": "m", "input": "x"})
+    assert r.status_code == 502 and r.json()["error"]["code"] == "upstream_total_timeout", r.json()

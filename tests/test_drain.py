@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import sqlite3
 import threading
-import time
 
 import httpx
 import orjson
@@ -33,10 +32,7 @@ def test_sigterm_drains_then_ends_what_is_left(upstream, tmp_path):
         for t in threads:  # one at a time, in order: each has reached the upstream before the next starts
             upstream_seen = len(upstream.requests)
             t.start()
-            deadline = time.monotonic() + 15
-            while len(upstream.requests) == upstream_seen:
-                assert time.monotonic() < deadline, "the request never reached the upstream"
-                time.sleep(0.02)
+            upstream.wait_requests(upstream_seen + 1)
         gw.proc.send_signal(signal.SIGTERM)
         for t in threads:
             t.join(timeout=30)

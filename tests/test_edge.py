@@ -11,6 +11,7 @@ import time
 
 import httpx
 import openai
+import orjson
 import pytest
 
 from responses_gateway.config import Settings
@@ -23,6 +24,15 @@ SLACK = 5.0  # on top of each bound: a loaded machine is slow, but never this sl
 
 def _connect(port: int) -> socket.socket:
     return socket.create_connection(("127.0.0.1", port), timeout=5)
+
+
+def _closed_counts(gw: GatewayProcess) -> dict[str, float]:
+    """`responses_gateway_connections_closed_total` by reason."""
+    out = {}
+    for line in httpx.get(f"{gw.url}/metrics", timeout=10).text.splitlines():
+        if line.startswith('responses_gateway_connections_closed_total{reason="'):
+            out[line.split('"')[1]] = float(line.split()[-1])
+    return out
 
 
 def _closed_after(socks: dict[str, list[socket.socket]], started: float, limit: float,
@@ -97,11 +107,9 @@ def test_slow_and_idle_clients_are_closed(upstream, tmp_path):
         assert result["health"] == 200
         assert result["answer"]["output"][0]["content"][0]["text"] == "still serving"
 
-        metrics = httpx.get(f"{gw.url}/metrics").text
+        closed = _closed_counts(gw)
         for reason, at_least in (("header_timeout", 40), ("body_timeout", 20), ("idle", 20)):
-            line = next(x for x in metrics.splitlines()
-                        if x.startswith(f'responses_gateway_connections_closed_total{{reason="{reason}"}}'))
-            assert float(line.split()[-1]) >= at_least, line
+            assert closed[reason] >= at_least, closed
         log = (tmp_path / "gw.log").read_text()
         assert "header timeout (not done within 1s)" in log and "body timeout (not done within 1s)" in log
         assert "Traceback" not in log
@@ -196,3 +204,115 @@ def test_per_key_request_rate_answers_429(upstream):
         assert int(exc.value.response.headers["retry-after"]) >= 1
         b.responses.create(model="m", input="b")  # its own bucket
         assert httpx.get(f"{gw.url}/health").status_code == 200  # never limited
+
+
+def _refusal(sock: socket.socket, limit: float = 15.0) -> bytes:
+    """What the server answers before it closes (b"" for a close without an answer)."""
+    sock.settimeout(limit)
+    got = b""
+    try:
+        while chunk := sock.recv(65536):
+            got += chunk
+    except (ConnectionResetError, TimeoutError):
+        pass
+    return got
+
+
+def _flood(sock: socket.socket, line: bytes, total: int) -> tuple[int, bytes]:
+    """Send `line` over and over, up to `total` bytes, reading what the server answers meanwhile. Returns
+    the bytes sent before the server answered or closed, and its answer."""
+    sock.setblocking(False)
+    chunk = line * (65536 // len(line))
+    sent, answer = 0, b""
+    deadline = time.monotonic() + 20
+    while sent < total and time.monotonic() < deadline:
+        readable, writable, _ = select.select([sock], [sock], [], 0.05)
+        if readable:
+            try:
+                data = sock.recv(65536)
+            except OSError:
+                data = b""
+            answer += data
+            if not data or b"\r\n\r\n" in answer:
+                break
+        if writable:
+            try:
+                sent += sock.send(chunk)
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
+                break
+    sock.setblocking(True)
+    return sent, answer + _refusal(sock, 5)
+
+
+def test_header_bytes_are_bounded(upstream, tmp_path):
+    """A head over --max-header-bytes (one endless header, or endless small lines), over --max-headers, or a
+    request target over 8 KiB is refused with 431 / 414 and OpenAI's error body, and the connection closed
+    long before the client is done sending; a head just within the bounds is served; each is counted."""
+    gw = GatewayProcess(upstream.base_url, "none", "--max-header-bytes", "32768", "--max-headers", "50",
+                        "--header-timeout", "60", log_path=tmp_path / "gw.log")
+    try:
+        gw.wait_ready()
+        floods = [(b"X-Big: ", b"a" * 64, "headers_too_large"),  # one header that never ends
+                  (b"", b"X-A: " + b"b" * 1019 + b"\r\n", "headers_too_large"),  # 1 KiB lines without end
+                  (b"", b"X-A: b\r\n", "too_many_headers")]  # tiny lines without end
+        for start, line, code in floods:
+            s = _connect(gw.port)
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n" + start)
+            sent, answer = _flood(s, line, 64 * 1024 * 1024)
+            assert answer.startswith(b"HTTP/1.1 431 Request Header Fields Too Large"), answer[:200]
+            body = answer.split(b"\r\n\r\n", 1)[1]
+            assert orjson.loads(body)["error"]["code"] == code, body
+            assert sent < 32 * 1024 * 1024, sent  # closed long before the client was done
+            s.close()
+
+        s = _connect(gw.port)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(60)) + b"\r\n")
+        answer = _refusal(s)
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+        error = orjson.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]
+        assert error["code"] == "too_many_headers" and error["type"] == "invalid_request_error", error
+        s.close()
+
+        s = _connect(gw.port)
+        s.sendall(b"GET /health?" + b"q" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = _refusal(s)
+        assert answer.startswith(b"HTTP/1.1 414 URI Too Long"), answer[:200]
+        s.close()
+
+        # within the bounds: 40 headers, 30 KiB in all
+        headers = {f"x-h{i}": "v" * 700 for i in range(40)}
+        assert httpx.get(f"{gw.url}/health", headers=headers, timeout=10).status_code == 200
+
+        closed = _closed_counts(gw)
+        assert (closed["headers_too_large"], closed["too_many_headers"], closed["request_line_too_long"]) == (2, 2, 1)
+        assert "Traceback" not in (tmp_path / "gw.log").read_text()
+    finally:
+        gw.kill()
+
+
+def test_refused_connections_are_logged_once_a_second(upstream, tmp_path):
+    """A flood of connections over the cap is one WARNING line a second with a count, not one line each."""
+    gw = GatewayProcess(upstream.base_url, "none", "--max-connections", "2", log_path=tmp_path / "gw.log")
+    try:
+        gw.wait_ready()
+        time.sleep(0.2)
+        held = [_connect(gw.port) for _ in range(2)]
+        refused = []
+        for _ in range(200):
+            s = _connect(gw.port)
+            refused.append(s)
+        for s in refused:
+            s.settimeout(10)
+            assert s.recv(1) == b""
+        time.sleep(1.5)  # the second's count is written
+        log = (tmp_path / "gw.log").read_text()
+        lines = [x for x in log.splitlines() if "over capacity" in x]
+        assert 1 <= len(lines) <= 5, lines
+        counted = sum(int(x.split("closed ")[1].split()[0]) for x in lines if "more connections" in x)
+        assert counted + sum(1 for x in lines if "more connections" not in x) == 200, lines
+        for s in held + refused:
+            s.close()
+    finally:
+        gw.kill()

@@ -5,6 +5,7 @@ offsets against the final text; later turns; a failed search the model sees; two
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import time
 
@@ -252,3 +253,83 @@ def test_two_replicas_on_one_postgresql(pg_database, upstream):
             assert time.monotonic() < deadline
             time.sleep(0.1)
         assert sdk(one).vector_stores.search(vs_id, query="Moon orbits").data[0].filename == "moon.txt"
+
+
+def test_earlier_searches_render_back_through_conversations_and_items_sent_back(gw, upstream, backend):
+    client = sdk(gw)
+    vs_id = make_store(client)
+    conversation = client.conversations.create()
+    upstream.enqueue(search_call(["Etna"]))
+    upstream.enqueue(text_stream(["Etna erupts【1】."]))
+    first = client.responses.create(model="fake-model", input="Etna?", tools=[tool(vs_id)],
+                                    conversation=conversation.id)
+    upstream.enqueue(text_stream(["Yes."]))
+    client.responses.create(model="fake-model", input="Sure?", tools=[tool(vs_id)], conversation=conversation.id)
+    seen = upstream.requests[2].body["messages"]
+    assert any(m["role"] == "tool" and "【1】 volcano.md" in m["content"] for m in seen)
+    # the client sends the earlier items back by value, as shown to it (results null, no include): the model
+    # still reads the whole results, from the stored copy
+    replay = [item.model_dump(exclude_none=False) for item in first.output]
+    assert replay[0]["results"] is None
+    upstream.enqueue(text_stream(["Again."]))
+    client.responses.create(model="fake-model", input=[*replay, {"role": "user", "content": "and?"}],
+                            tools=[tool(vs_id)])
+    seen = upstream.requests[3].body["messages"]
+    assert any(m["role"] == "tool" and "【1】 volcano.md" in m["content"] and "Etna" in m["content"] for m in seen)
+
+
+def test_a_10000_page_pdf_fails_at_once_and_the_server_keeps_answering(gw, upstream, backend):
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    for _ in range(10_000):
+        writer.add_blank_page(width=72, height=72)
+    data = io.BytesIO()
+    writer.write(data)
+    client = sdk(gw)
+    vs = client.vector_stores.create(name="x")
+    file_id = client.files.create(file=("huge.pdf", data.getvalue()), purpose="assistants").id
+    client.vector_stores.files.create(vector_store_id=vs.id, file_id=file_id)
+    deadline = time.monotonic() + 60
+    while True:  # the server answers all along (the PDF is read in a worker thread, and only its page count)
+        assert httpx.get(f"{gw.url}/health", timeout=10).status_code == 200
+        got = client.vector_stores.files.retrieve(file_id, vector_store_id=vs.id)
+        if got.status != "in_progress" or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert got.status == "failed" and got.last_error.code == "invalid_file" and "10000 pages" in got.last_error.message
+
+
+def test_without_a_store_the_tool_is_handled_by_hosted_tools(upstream):
+    for policy in ("reject", "drop"):
+        settings = Settings(upstream_url=upstream.base_url, db="none", hosted_tools=policy)
+        with GatewayServer(settings) as gw:
+            client = sdk(gw)
+            if policy == "reject":
+                with pytest.raises(openai.BadRequestError) as err:
+                    client.responses.create(model="fake-model", input="x", tools=[tool("vs_1")])
+                assert err.value.body["param"] == "tools[0].type" and "store" in err.value.body["message"]
+                with pytest.raises(openai.BadRequestError):
+                    client.vector_stores.create(name="x")
+            else:
+                upstream.enqueue(text_stream(["no files"]))
+                answer = client.responses.create(model="fake-model", input="x", tools=[tool("vs_1")])
+                assert answer.output_text == "no files" and "tools" not in upstream.requests[-1].body
+
+
+def test_in_a_background_response(gw, upstream, backend):
+    client = sdk(gw)
+    vs_id = make_store(client)
+    upstream.enqueue(search_call(["Danube"]))
+    upstream.enqueue(text_stream(["It reaches the Black Sea【1】."]))
+    started = client.responses.create(model="fake-model", input="Danube?", tools=[tool(vs_id)], background=True,
+                                      include=["file_search_call.results"])
+    deadline = time.monotonic() + 30
+    done = client.responses.retrieve(started.id, include=["file_search_call.results"])
+    while done.status in ("queued", "in_progress"):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+        done = client.responses.retrieve(started.id, include=["file_search_call.results"])
+    assert done.status == "completed" and done.output_text == "It reaches the Black Sea."
+    assert done.output[0].results[0].filename == "rivers.html"
+    assert done.output[1].content[0].annotations[0].index == len("It reaches the Black Sea")

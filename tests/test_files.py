@@ -41,6 +41,20 @@ def sdk(gw, key: str = "unused") -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{gw.url}/v1", api_key=key, max_retries=0, timeout=60)
 
 
+def sweep(db: str, role: str) -> int:
+    """Run one of the store's sweeps (`purge_files`, `purge_vector_stores`) as the server's timer does."""
+    async def run() -> int:
+        store = open_store(db)
+        await store.open()
+        try:
+            swept: int = await getattr(store, role)()
+            return swept
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
 def test_upload_retrieve_list_content_delete(start_gateway, backend):
     client = sdk(start_gateway())
     data = os.urandom(3 * 1024 * 1024 + 17)  # several parts of a PostgreSQL-kept file, not a whole one
@@ -93,15 +107,7 @@ def test_expires_after_and_the_sweep(start_gateway, backend):
         client.files.retrieve(made.id)
     assert made.id not in {f.id for f in client.files.list().data}
 
-    async def sweep() -> int:
-        store = open_store(backend.db)
-        await store.open()
-        try:
-            return await store.purge_files()
-        finally:
-            await store.close()
-
-    assert asyncio.run(sweep()) == 1
+    assert sweep(backend.db, "purge_files") == 1
     assert backend.query("SELECT id FROM rg_files") == [(batch.id,)]
     if backend.name == "postgresql":
         assert backend.query("SELECT DISTINCT file_id FROM rg_file_parts") == [(batch.id,)]

@@ -442,3 +442,36 @@ def test_a_paraphrase_finds_the_semantic_document_with_real_embeddings(start_gat
     assert hybrid.data[0].filename == "pets.txt" and hybrid.data[0].score == 1.0
     finance = client.vector_stores.search(vs.id, query="the share prices dropped")
     assert finance.data[0].filename == "markets.txt"
+
+
+def test_an_expired_store_is_refused_and_swept(start_gateway, upstream, backend):
+    gw = start_gateway(embeddings_model=EMBEDDING_MODEL)
+    client = sdk(gw)
+    vs = client.vector_stores.create(name="x", expires_after={"anchor": "last_active_at", "days": 1})
+    client.vector_stores.files.upload_and_poll(vector_store_id=vs.id, file=("a.txt", b"alpha"))
+    backend.query("UPDATE rg_vector_stores SET expires_at = ? WHERE id = ?", int(time.time()) - 1, vs.id)
+    assert client.vector_stores.retrieve(vs.id).status == "expired"
+    with pytest.raises(openai.BadRequestError) as err:
+        client.vector_stores.search(vs.id, query="alpha")
+    assert err.value.body["code"] == "vector_store_expired"
+
+    from tests.test_files import sweep
+
+    assert sweep(backend.db, "purge_vector_stores") == 1
+    with pytest.raises(openai.NotFoundError):
+        client.vector_stores.retrieve(vs.id)
+    assert backend.query("SELECT count(*) FROM rg_chunks")[0][0] == 0
+
+
+def test_a_store_refuses_vectors_of_another_dimension(start_gateway, upstream, backend):
+    gw = start_gateway(embeddings_model=EMBEDDING_MODEL)
+    client = sdk(gw)
+    vs = client.vector_stores.create(name="x")
+    assert client.vector_stores.files.upload_and_poll(vector_store_id=vs.id, file=("a.txt", b"alpha")).status \
+        == "completed"
+    upstream.embed = lambda text: [1.0] * 8  # the embeddings server now answers another dimension
+    bad = client.vector_stores.files.upload_and_poll(vector_store_id=vs.id, file=("b.txt", b"beta"))
+    assert bad.status == "failed" and "dimensions" in bad.last_error.message
+    with pytest.raises(openai.APIStatusError) as err:  # and a search cannot compare its query with the store
+        client.vector_stores.search(vs.id, query="alpha")
+    assert err.value.status_code == 502 and err.value.body["code"] == "embedding_dimension_mismatch"

@@ -66,7 +66,7 @@ def make_background(settings: Settings, store: Store) -> Background:
     if settings.redis_url:
         from .redisbus import RedisBus
 
-        bus = RedisBus(settings.redis_url, settings.redis_event_ttl)
+        bus = RedisBus(settings.redis_url, settings.redis_event_ttl, settings.redis_cluster)
     return Background(settings, store, bus)
 
 
@@ -107,7 +107,8 @@ def make_shared_limits(settings: Settings) -> SharedLimits | None:
     """With Redis, the per-key limits are kept there, so they hold across workers and replicas."""
     if not settings.redis_url or not (settings.key_max_in_flight > 0 or settings.key_requests_per_minute > 0):
         return None
-    return SharedLimits(settings.redis_url, settings.key_max_in_flight, settings.key_requests_per_minute)
+    return SharedLimits(settings.redis_url, settings.key_max_in_flight, settings.key_requests_per_minute,
+                        settings.redis_cluster)
 
 
 async def purge_forever(store: Store, every: float = 3600.0, event_retention: float | None = None) -> None:
@@ -213,6 +214,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
         services.toolbox = Toolbox.for_services(services)  # the gateway-run tools this deployment can run
         if interpreter_problem is not None:
             services.toolbox = code_interpreter.refusing(services.toolbox, interpreter_problem)
+        if shared is not None:
+            await shared.open()
         if shared is not None and keys and store is None and not settings.owner_secret:
             log.warning("per-key limits in Redis need the same owner secret in every process: without a "
                         "database, set --owner-secret, or each process limits its keys apart")
@@ -345,4 +348,5 @@ def configure_edge(settings: Settings) -> None:
     """This process's connection limits (`edge.EdgeProtocol`, which `serve` gives uvicorn)."""
     from .edge import EdgeLimits, EdgeProtocol
 
-    EdgeProtocol.configure(EdgeLimits(settings.header_timeout, settings.body_timeout, settings.max_connections))
+    EdgeProtocol.configure(EdgeLimits(settings.header_timeout, settings.body_timeout, settings.max_connections,
+                                      settings.max_header_bytes, settings.max_headers, settings.send_timeout))

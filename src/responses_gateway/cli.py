@@ -113,6 +113,10 @@ def _parser() -> argparse.ArgumentParser:
         ("--body-rate-grace", float, "10", "seconds a request's body may take before --min-body-rate applies"),
         ("--keep-alive-timeout", float, "5", "seconds an idle keep-alive connection is kept"),
         ("--max-connections", int, "0 = 3/4 of the open-file limit", "open client connections per process"),
+        ("--max-header-bytes", int, "65536", "bytes of a request's request line and headers (431 beyond)"),
+        ("--max-headers", int, "100", "headers in one request (431 beyond)"),
+        ("--send-timeout", float, "60", "seconds a client may read nothing of a response before it is ended "
+                                        "(stored as failed) and the connection dropped; 0 = none"),
         ("--max-in-flight", int, "512", "requests in flight per process (429 beyond)"),
         ("--key-max-in-flight", int, "0 = off", "concurrent requests per API key (429 beyond)"),
         ("--key-requests-per-minute", float, "0 = off", "requests per minute per API key (429 beyond)"),
@@ -174,6 +178,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="Redis for the live event logs and cancel signals of background responses, and "
                             "the per-key limits, across workers and replicas, e.g. redis://127.0.0.1:6379/0 "
                             f"[{ENV['redis_url']}]")
+    serve.add_argument("--redis-cluster", action="store_true", default=None,
+                       help="the --redis URL names a node of a Redis Cluster: use the cluster client "
+                            f"[{ENV['redis_cluster']}]")
     for flag, kind, what in BACKGROUND_FLAGS:
         name = flag[2:].replace("-", "_")
         serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {getattr(Settings, name):g}]")
@@ -228,7 +235,7 @@ def _web_search_flags(serve: argparse.ArgumentParser) -> None:
 def _db(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     db: argparse.ArgumentParser = sub.add_parser("db", help="manage the response store")
     db.add_argument("action", choices=("upgrade", "purge"),
-                    help="upgrade: apply schema migrations; purge: remove expired responses")
+                    help="upgrade: apply schema migrations; purge: remove expired responses, files and vector stores")
     return db
 
 
@@ -274,8 +281,10 @@ def db_command(settings: Settings, action: str) -> None:
                 return f"schema at version {await store.upgrade()} ({store.label})"
             await store.upgrade()
             purged = await store.purge(settings.event_retention_hours * 3600)
+            files, vector_stores = await store.purge_files(), await store.purge_vector_stores()
             return f"purged {purged} expired responses and event logs older than " \
-                   f"{settings.event_retention_hours:g} hours ({store.label})"
+                   f"{settings.event_retention_hours:g} hours ({store.label}); " \
+                   f"{files} expired files and {vector_stores} expired vector stores"
         finally:
             await store.close()
 
@@ -320,7 +329,8 @@ def serve(settings: Settings) -> None:
         log.info("store: %s, retention %g days", store.label, settings.retention_days)
     if settings.redis_url:
         shared = " and per-key limits" if settings.key_max_in_flight or settings.key_requests_per_minute else ""
-        log.info("background responses%s: Redis %s", shared, settings.redis_url.split("@")[-1])  # no password
+        log.info("background responses%s: Redis%s %s", shared, " Cluster" if settings.redis_cluster else "",
+                 settings.redis_url.split("@")[-1])  # no password
     if settings.load_api_keys():
         log.info("API keys required on /v1 (%d configured)", len(settings.load_api_keys()))
     if any(rule.route.kind == "demo" for rule in router.rules):
@@ -331,7 +341,8 @@ def serve(settings: Settings) -> None:
                                   access_log=False, log_config=None,
                                   timeout_graceful_shutdown=settings.drain_timeout + 5, **settings.server_options(),
                                   timeout_keep_alive=settings.keep_alive_timeout,
-                                  http="responses_gateway.edge:EdgeProtocol")
+                                  http="responses_gateway.edge:EdgeProtocol",
+                                  ws="responses_gateway.edge:EdgeWebSocketProtocol")
     if settings.workers > 1:
         # Each worker builds its own app from the environment (and sets its own tracing up), and serves the
         # socket bound here.

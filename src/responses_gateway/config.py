@@ -44,6 +44,9 @@ class Settings:
     body_rate_grace: float = 10.0
     keep_alive_timeout: float = 5.0
     max_connections: int = 0  # 0: three quarters of the open-file limit
+    max_header_bytes: int = 65536  # the request line and headers of one request
+    max_headers: int = 100
+    send_timeout: float = 60.0  # seconds a client may read nothing of a response; 0: none
     max_in_flight: int = 512
     key_max_in_flight: int = 0  # 0: off
     key_requests_per_minute: float = 0  # 0: off
@@ -107,6 +110,7 @@ class Settings:
     # Background responses (docs/background.md). Redis carries the live event log and cancel signals across
     # replicas; without it the database does (polled every `background_poll` seconds).
     redis_url: str | None = None
+    redis_cluster: bool = False  # the URL names a node of a Redis Cluster (redisconn.py)
     max_background: int = 64  # concurrent background jobs per process; 429 beyond
     lease_timeout: float = 10.0  # a replica silent this long is presumed dead: its jobs are failed
     background_poll: float = 0.5  # seconds: event-log flush to the database, cancel-flag and follower polls
@@ -206,6 +210,9 @@ ENV = {
     "body_rate_grace": "RG_BODY_RATE_GRACE",
     "keep_alive_timeout": "RG_KEEP_ALIVE_TIMEOUT",
     "max_connections": "RG_MAX_CONNECTIONS",
+    "max_header_bytes": "RG_MAX_HEADER_BYTES",
+    "max_headers": "RG_MAX_HEADERS",
+    "send_timeout": "RG_SEND_TIMEOUT",
     "max_in_flight": "RG_MAX_IN_FLIGHT",
     "key_max_in_flight": "RG_KEY_MAX_IN_FLIGHT",
     "key_requests_per_minute": "RG_KEY_REQUESTS_PER_MINUTE",
@@ -247,6 +254,7 @@ ENV = {
     "websocket_max_minutes": "RG_WEBSOCKET_MAX_MINUTES",
     "websocket_ping_interval": "RG_WEBSOCKET_PING_INTERVAL",
     "redis_url": "RG_REDIS_URL",
+    "redis_cluster": "RG_REDIS_CLUSTER",
     "max_background": "RG_MAX_BACKGROUND",
     "lease_timeout": "RG_LEASE_TIMEOUT",
     "background_poll": "RG_BACKGROUND_POLL",
@@ -319,7 +327,8 @@ def check(settings: Settings) -> Settings:
         raise ValueError(f"a compaction key must be at least {MIN_COMPACTION_KEY} characters, e.g. "
                          "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
     for name in ("lease_timeout", "background_poll", "drain_timeout", "max_file_bytes", "embeddings_batch",
-                 "embeddings_timeout", "ingest_workers", "max_pdf_pages", "max_extracted_chars", "file_search_timeout"):
+                 "embeddings_timeout", "ingest_workers", "max_pdf_pages", "max_extracted_chars", "file_search_timeout",
+                 "max_header_bytes", "max_headers"):
         if getattr(settings, name) <= 0:
             raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
     for name in ("code_interpreter_timeout", "code_interpreter_processes", "code_interpreter_output_bytes",
@@ -327,6 +336,10 @@ def check(settings: Settings) -> Settings:
                  "code_interpreter_key_containers", "code_interpreter_max_live"):
         if getattr(settings, name) <= 0:
             raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
+    if settings.send_timeout < 0:
+        raise ValueError(f"send_timeout must be 0 (none) or positive; got {settings.send_timeout!r}")
+    if settings.redis_cluster and not settings.redis_url:
+        raise ValueError("redis_cluster needs a Redis URL (--redis): the address of any node of the cluster")
     if settings.public_url and not settings.public_url.startswith(("http://", "https://")):
         raise ValueError(f"public_url must be an http(s) URL; got {settings.public_url!r}")
     if settings.embeddings_url and not settings.embeddings_url.startswith(("http://", "https://")):

@@ -1,33 +1,66 @@
-"""Connection-level limits uvicorn does not have: slow and idle clients are closed, open connections capped.
+"""Connection-level limits uvicorn does not have: slow, idle, oversized and non-reading clients, open connections.
 
-uvicorn closes an idle keep-alive connection (`timeout_keep_alive`) but has no header or body read timeout:
-a client that connects and never sends, sends its headers a byte at a time, or announces a body and never
-finishes it holds a socket (and a file descriptor) forever, and enough of them starve the process. This
-protocol (uvicorn's httptools one, used with `Config(http=EdgeProtocol)`) adds, per connection:
+uvicorn closes an idle keep-alive connection (`timeout_keep_alive`) but has no header or body read timeout,
+no bound on the bytes of a request's head, and waits for ever for a client that stops reading: a client
+that connects and never sends, sends its headers a byte at a time, sends megabytes of header lines, announces
+a body and never finishes it, or reads nothing of its response holds a socket (and memory) for ever, and
+enough of them starve the process. These protocols (uvicorn's httptools one and its WebSocket one, given to
+uvicorn as `http=EdgeProtocol`, `ws=EdgeWebSocketProtocol`) add, per connection:
 
 - a header deadline, from the connection's first byte of a request (or from the connection itself, for a
   client that sends nothing) until the request line and headers are complete;
+- a bound on the head's bytes: the request line (`MAX_REQUEST_LINE`, else 414), the request line and
+  headers together (`max_header_bytes`, else 431) and the number of headers (`max_headers`, else 431).
+  The HTTP parser keeps a header until it is complete (httptools holds a partial one in its own buffer),
+  so the bytes are counted as they arrive, not as headers complete: a head is refused at most one read
+  (256 KiB) past its bound, whatever its shape;
 - a body deadline, from the end of the headers until the whole body has arrived;
+- a send deadline (`send_timeout`, nginx's `send_timeout`): once the server's write buffer is full the
+  client has this long to read anything of it. Past it the app is told (`Edge.on_stall`: a stream ends its
+  response as failed, stored) and the connection is aborted, not closed: a graceful close would wait for a
+  buffer that never drains;
 - a cap on open connections per process: one more is closed at once.
 
-Each close is logged (the client address and why) and counted in
-`responses_gateway_connections_closed_total{reason}`; idle keep-alive closes are counted too. Deadlines do
-not apply while the gateway itself is answering (a long stream is not a slow client).
+Each close is counted in `responses_gateway_connections_closed_total{reason}` (idle keep-alive closes too)
+and logged at WARNING, at most once a second per reason (a flood of refused connections is one line a
+second with a count, not one line each). The header and body deadlines do not apply while the gateway is
+answering (a long stream is not a slow client); the send deadline is what applies then.
+
+Over WebSocket the keepalive timeout aborts the connection (uvicorn's closes it gracefully, which waits on
+a buffer that never drains), and a SIGTERM hands each connection to the app (`Edge.on_shutdown`), which
+finishes or ends its running turn before it closes (api/websocket.py), instead of closing it at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import logging
 import resource
+import socket
+import struct
+import termios
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+import httptools
+import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from . import metrics
+from .errors import APIError
 
 log = logging.getLogger("responses_gateway.edge")
+
+MAX_REQUEST_LINE = 8192  # bytes of the request target (nginx's buffer for it); ours are all far shorter
+LINGER = 2.0  # seconds a refused client's further bytes are read and dropped, so it can read the refusal
+EDGE = "responses_gateway.edge"  # the scope key of the request's `Edge`
+WARN_EVERY = 1.0  # seconds: at most one WARNING line per close reason in this long
+PHRASES = {414: b"URI Too Long", 431: b"Request Header Fields Too Large"}  # RFC 9110, RFC 6585
 
 
 @dataclass(frozen=True)
@@ -35,6 +68,9 @@ class EdgeLimits:
     header_timeout: float = 30.0
     body_timeout: float = 60.0
     max_connections: int = 0  # 0: three quarters of the open-file limit
+    max_header_bytes: int = 65536  # the request line and headers (Envoy: 60 KiB; nginx: 4 x 8 KiB)
+    max_headers: int = 100  # Envoy's default
+    send_timeout: float = 60.0  # 0: none
 
     def connection_cap(self) -> int:
         if self.max_connections > 0:
@@ -43,7 +79,155 @@ class EdgeLimits:
         return max(16, soft * 3 // 4) if soft != resource.RLIM_INFINITY else 50_000
 
 
-class EdgeProtocol(HttpToolsProtocol):
+class Edge:
+    """What the edge offers the app for one request or WebSocket (in its scope, under `EDGE`).
+
+    `abort()` drops the connection without waiting for its write buffer. The app may set `on_stall`,
+    called with the error to end its response with when the client stopped reading (the connection is
+    aborted right after), and, for a WebSocket, `on_shutdown`, called at SIGTERM instead of closing."""
+
+    __slots__ = ("abort", "on_stall", "on_shutdown")
+
+    def __init__(self, abort: Callable[[], None]):
+        self.abort = abort
+        self.on_stall: Callable[[APIError], None] | None = None
+        self.on_shutdown: Callable[[], None] | None = None
+
+
+def edge_of(scope: Any) -> Edge | None:
+    """The request's `Edge`; None under a server without these protocols (the tests' in-process servers)."""
+    edge: Edge | None = scope.get(EDGE)
+    return edge
+
+
+class _Throttle:
+    """One WARNING line per reason per `WARN_EVERY` seconds; the lines in between are counted, and the count
+    is logged when the second is over."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, float] = {}
+        self.held: dict[str, int] = {}
+
+    def warn(self, reason: str, message: str, *args: Any) -> None:
+        now = time.monotonic()
+        if now - self.last.get(reason, -WARN_EVERY) >= WARN_EVERY:
+            self.last[reason] = now
+            log.warning(message, *args)
+            return
+        self.held[reason] = self.held.get(reason, 0) + 1
+        if self.held[reason] == 1:
+            asyncio.get_running_loop().call_later(WARN_EVERY, self._flush, reason)
+
+    def _flush(self, reason: str) -> None:
+        count = self.held.pop(reason, 0)
+        if count:
+            self.last[reason] = time.monotonic()
+            log.warning("closed %d more connections: %s (in the last %gs)", count, reason.replace("_", " "),
+                        WARN_EVERY)
+
+
+THROTTLE = _Throttle()
+
+
+def send_timeout_error(seconds: float) -> APIError:
+    return APIError(408, f"The client read nothing of the response for {seconds:g} s (send timeout); the "
+                    "response was ended and the connection closed.", type="server_error", code="send_timeout")
+
+
+class _Transported(Protocol):
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    client: tuple[str, int] | None
+
+
+def unsent(transport: asyncio.Transport) -> int:
+    """Bytes written and not yet taken by the client: the transport's buffer plus the kernel's send queue
+    (sent, not yet acknowledged). The transport's buffer alone does not show a slow reader's progress: the
+    kernel refills its own queue from it only once a third or so of it is free, megabytes on loopback."""
+    size = transport.get_write_buffer_size()
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError, ValueError):
+            size += struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+    return size
+
+
+class _StallWatch:
+    """The send deadline, shared by the HTTP and WebSocket protocols: armed when the transport asks us to
+    stop writing (its buffer is full), disarmed when it resumes. When it fires, the client has read nothing
+    for `seconds` if the buffer did not shrink meanwhile (a slow reader that makes progress is given
+    another period, as nginx's `send_timeout` counts between two successful writes)."""
+
+    def __init__(self, owner: _Transported, seconds: float, on_stall: Callable[[], None]):
+        self.owner = owner
+        self.seconds = seconds
+        self.on_stall = on_stall
+        self.timer: asyncio.TimerHandle | None = None
+        self.size = 0
+
+    def arm(self) -> None:
+        if self.seconds > 0 and self.timer is None:
+            self.size = unsent(self.owner.transport)
+            self.timer = self.owner.loop.call_later(self.seconds, self._check)
+
+    def disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _check(self) -> None:
+        self.timer = None
+        if unsent(self.owner.transport) < self.size:  # it read something: another period
+            self.arm()
+            return
+        self.on_stall()
+
+
+def reset(transport: asyncio.Transport) -> None:
+    """Drop the connection with a reset: closed plainly, the kernel would go on trying to deliver what the
+    client does not read (minutes, megabytes), and the client would not know (nginx's
+    `reset_timedout_connection`)."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
+
+
+def _client(owner: _Transported) -> str:
+    return f"{owner.client[0]}:{owner.client[1]}" if owner.client else "a client"
+
+
+def _closing(owner: _Transported, reason: str, detail: str) -> None:
+    """Count and log a close the edge makes."""
+    metrics.connections_closed.labels(reason).inc()
+    THROTTLE.warn(reason, "closing the connection from %s: %s (%s)", _client(owner), reason.replace("_", " "),
+                  detail)
+
+
+class _WatchesSends(asyncio.Protocol):
+    """The send deadline's hooks into the transport's flow control, for both protocols (first in their bases)."""
+
+    _stall: _StallWatch
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._stall.arm()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._stall.disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stall.disarm()
+        super().connection_lost(exc)
+
+
+class _Refused(Exception):
+    """Raised in a parser callback to stop parsing a head the edge refuses (the parser wraps it)."""
+
+
+class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
     limits = EdgeLimits()
     cap = limits.connection_cap()
 
@@ -51,10 +235,16 @@ class EdgeProtocol(HttpToolsProtocol):
     def configure(cls, limits: EdgeLimits) -> None:
         """Set this process's limits (before serving; each worker process calls it for itself)."""
         cls.limits, cls.cap = limits, limits.connection_cap()
+        EdgeWebSocketProtocol.limits = limits
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
+        self._head: int | None = 0  # bytes of the request head received so far; None once it is complete
+        self._head_size = 0  # the head's request line and headers, as the parser delivered them
+        self._header_count = 0
+        self._refusal: tuple[int, str, str] | None = None  # (status, reason, message) of a refused head
+        self._stall = _StallWatch(self, self.limits.send_timeout, self._stalled)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -67,28 +257,121 @@ class EdgeProtocol(HttpToolsProtocol):
         self._disarm()
         super().connection_lost(exc)
 
+    def data_received(self, data: bytes) -> None:
+        """uvicorn's, with the head's bytes counted as they arrive and a refused head answered."""
+        if self._refusal is not None:
+            return  # lingering after a refusal: what the client still sends is dropped
+        if self._head is not None:
+            self._head += len(data)
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            if self._refusal is not None:
+                return self._refuse()
+            self.logger.warning("Invalid HTTP request received.")
+            self.send_400_response("Invalid HTTP request received.")
+            return
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+            return
+        if self._head is not None and self._head > self.limits.max_header_bytes:
+            self._too_large()  # the head is not complete and already over its bound
+            self._refuse()
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self.scope[EDGE] = Edge(self._abort)  # type: ignore[literal-required]  # our own scope key
+        if self._head is None:
+            self._head = 0
+        self._head_size = self._header_count = 0
         if self._deadline is None:
             self._arm(self.limits.header_timeout, "header_timeout")
 
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if len(self.url) > MAX_REQUEST_LINE:
+            self._refusal = (414, "request_line_too_long", f"The request target is longer than {MAX_REQUEST_LINE} "
+                             "bytes.")
+            raise _Refused
+        self._head_size += len(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_count += 1
+        self._head_size += len(name) + len(value) + 4
+        if self._header_count > self.limits.max_headers:
+            self._refusal = (431, "too_many_headers", f"The request has more than {self.limits.max_headers} "
+                             "headers.")
+            raise _Refused
+        if self._head_size > self.limits.max_header_bytes:
+            self._too_large()
+            raise _Refused
+        super().on_header(name, value)
+
     def on_headers_complete(self) -> None:
+        self._head = None
         self._disarm()
         self._arm(self.limits.body_timeout, "body_timeout")
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._disarm()
+        self._head = 0  # whatever comes next is the next request's head
         super().on_message_complete()
 
     def handle_websocket_upgrade(self) -> None:
         self._disarm()  # the connection becomes a WebSocket's: no HTTP deadline applies any more
+        self._stall.disarm()
         super().handle_websocket_upgrade()
 
     def timeout_keep_alive_handler(self) -> None:
         if not self.transport.is_closing():
             metrics.connections_closed.labels("idle").inc()
         super().timeout_keep_alive_handler()
+
+    def _stalled(self) -> None:
+        if self.transport.is_closing() and self.transport.get_write_buffer_size() == 0:
+            return
+        seconds = self.limits.send_timeout
+        _closing(self, "send_timeout", f"read nothing for {seconds:g}s")
+        cycle = self.cycle
+        edge = edge_of(cycle.scope) if cycle is not None and not cycle.response_complete else None
+        if edge is not None and edge.on_stall is not None:
+            edge.on_stall(send_timeout_error(seconds))  # the app ends its response (stored)
+        reset(self.transport)
+
+    def _abort(self) -> None:
+        self._stall.disarm()
+        reset(self.transport)
+
+    def _too_large(self) -> None:
+        self._refusal = (431, "headers_too_large", f"The request line and headers are larger than "
+                         f"{self.limits.max_header_bytes} bytes.")
+
+    def _refuse(self) -> None:
+        """Answer a refused head (431 or 414, OpenAI's error body) and close. What the client still sends
+        is read and dropped for a moment, so it can read the answer rather than meet a reset."""
+        assert self._refusal is not None
+        status, reason, message = self._refusal
+        self._disarm()
+        _closing(self, reason, message)
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.transport.close()  # a pipelined request while a response is being sent: no room for an answer
+            return
+        body = orjson.dumps(APIError(status, message, code=reason).body())
+        self.transport.write(b"".join([
+            b"HTTP/1.1 %d %s\r\n" % (status, PHRASES[status]),
+            b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body),
+            body,
+        ]))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.loop.call_later(LINGER, self.transport.close)
+        else:
+            self.transport.close()
 
     def _arm(self, seconds: float, reason: str) -> None:
         if seconds > 0:
@@ -103,7 +386,54 @@ class EdgeProtocol(HttpToolsProtocol):
         self._deadline = None
         if self.transport.is_closing():
             return
-        metrics.connections_closed.labels(reason).inc()
-        client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
-        log.warning("closing the connection from %s: %s (%s)", client, reason.replace("_", " "), detail)
+        _closing(self, reason, detail)
         self.transport.close()
+
+
+class EdgeWebSocketProtocol(_WatchesSends, WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol with the send deadline, a keepalive timeout that aborts, and a drain
+    the app runs (`Edge.on_shutdown`)."""
+
+    limits = EdgeLimits()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._stall = _StallWatch(self, self.limits.send_timeout, self._stalled)
+        self.edge: Edge | None = None
+
+    def handle_connect(self, event: Any) -> None:
+        super().handle_connect(event)
+        if getattr(self, "scope", None) is not None:  # an upgrade the app will see
+            self.edge = Edge(lambda: reset(self.transport))
+            self.scope[EDGE] = self.edge  # type: ignore[literal-required]  # our own scope key
+
+    def keepalive_timeout(self) -> None:
+        """No pong in time: the running turn ends (stored) and the connection is dropped. uvicorn closes it
+        gracefully, which waits for ever when the client reads nothing (the ping sits behind the buffer)."""
+        if self.close_sent or self.transport.is_closing():
+            return super().keepalive_timeout()
+        seconds = self.ping_timeout or 0
+        _closing(self, "keepalive_timeout", f"no pong within {seconds:g}s")
+        self._end_turn(APIError(408, f"The client answered no ping within {seconds:g} s (WebSocket keepalive "
+                                "timeout); the response was ended and the connection closed.",
+                                type="server_error", code="websocket_keepalive_timeout"))
+        super().keepalive_timeout()
+        reset(self.transport)
+
+    def shutdown(self) -> None:
+        edge = self.edge
+        if (edge is not None and edge.on_shutdown is not None and self.handshake_complete
+                and not self.close_sent and not self.transport.is_closing()):
+            edge.on_shutdown()  # the app drains its turn, then closes (code 1012)
+            return
+        super().shutdown()
+
+    def _stalled(self) -> None:
+        seconds = self.limits.send_timeout
+        _closing(self, "send_timeout", f"read nothing for {seconds:g}s")
+        self._end_turn(send_timeout_error(seconds))
+        reset(self.transport)
+
+    def _end_turn(self, error: APIError) -> None:
+        if self.edge is not None and self.edge.on_stall is not None:
+            self.edge.on_stall(error)

@@ -26,7 +26,8 @@ websocket_messages = Counter("responses_gateway_websocket_messages",
                              "WebSocket messages received, by type (invalid: answered with an error frame).", ["type"])
 connections_closed = Counter("responses_gateway_connections_closed",
                              "Client connections the gateway closed at its edge, by reason (header_timeout, "
-                             "body_timeout, body_rate, idle, over_capacity).", ["reason"])
+                             "body_timeout, body_rate, idle, over_capacity, headers_too_large, too_many_headers, "
+                             "request_line_too_long, send_timeout, keepalive_timeout).", ["reason"])
 requests_limited = Counter("responses_gateway_requests_limited",
                            "Requests refused with a 429, by reason (in_flight, key_concurrency, key_rate).",
                            ["reason"])
@@ -41,8 +42,8 @@ web_search_requests = Counter("responses_gateway_web_search_requests",
 web_fetches = Counter("responses_gateway_web_fetches", "Pages fetched for web_search (open_page, find_in_page), by "
                       "outcome (ok, refused, error, too_large).", ["outcome"])
 limiter_errors = Counter("responses_gateway_limiter_errors",
-                         "Calls to the Redis limiter that failed or timed out, by operation (admit, release, "
-                         "renew); the requests were admitted (per-key limits fail open).", ["op"])
+                         "Calls to the Redis limiter that failed or timed out, by operation (open, admit, "
+                         "release, renew); the requests were admitted (per-key limits fail open).", ["op"])
 
 # Seconds. Token streams start in tens of milliseconds (a local model, a cache hit) and run for minutes.
 LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)

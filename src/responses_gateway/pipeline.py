@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from . import metrics
 from .composer import Composer
-from .errors import UpstreamError
+from .errors import APIError, UpstreamError
 from .logs import RESPONSE_ID
 from .observe import Observation
 from .upstreams.base import Call, EventStream, Upstream
@@ -75,6 +75,18 @@ class Cancelled:
 
 
 Ending = Finished | Failed | Cancelled
+
+
+def ending(exc: BaseException) -> Failed | None:
+    """How a cancellation ends its response: a task cancelled with DRAIN, or with an `APIError` as its message
+    (a client that stopped reading, an upstream deadline that ran out while nobody read: edge.py,
+    api/streaming.py), ends it as failed. None: a plain cancellation (the client left: nobody to tell)."""
+    cause = exc.args[0] if exc.args else None
+    if cause == DRAIN:
+        return Failed("server_shutting_down", SHUTTING_DOWN)
+    if isinstance(cause, APIError):
+        return Failed(cause.code, cause.message, cause.type, cause.param)
+    return None
 
 
 class NotEnded(Exception):
@@ -202,10 +214,13 @@ async def run(composer: Composer, stream: EventStream | None, on_final: OnFinal 
                 async for events in loop.after_step(composer):
                     yield events
         except asyncio.CancelledError as exc:
-            if exc.args != (DRAIN,) or task is None:
+            cause = ending(exc)
+            if cause is None or task is None:
                 raise  # the client left: nobody to tell
             task.uncancel()
-            how = Failed("server_shutting_down", SHUTTING_DOWN)
+            if exc.args != (DRAIN,):
+                log.warning("response %s ended: %s", composer.response["id"], cause.message)
+            how = cause
         except UpstreamError as exc:
             log.warning("response %s failed: %s", composer.response["id"], exc.message)
             how = Failed(exc.code, exc.message, exc.type, exc.param)

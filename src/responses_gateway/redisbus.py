@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any
 
 from .eventlog import Ended, follow_db
+from .redisconn import connect
 from .sse import is_terminal
 
 if TYPE_CHECKING:
@@ -33,10 +34,8 @@ MAXLEN = 100_000
 
 
 class RedisBus:
-    def __init__(self, url: str, ttl: float):
-        import redis.asyncio as aioredis
-
-        self.redis = aioredis.from_url(url)
+    def __init__(self, url: str, ttl: float, cluster: bool = False):
+        self.redis = connect(url, cluster)
         self.ttl = max(1, int(ttl))
         self.listener: asyncio.Task[None] | None = None
 

@@ -179,22 +179,24 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
 
 async def preflight(declared: list[Declared], services: Services, owner: str) -> None:
     """Each gateway-run kit's check against the deployment (its `preflight`), before any event."""
-    by_kit: dict[Kit, list[Declared]] = {}
-    for one in declared:
-        by_kit.setdefault(one.kit, []).append(one)
-    for kit, group in by_kit.items():
+    for kit, group in by_kit(declared).items():
         if kit.preflight is not None:
             await kit.preflight(group, services, owner)
 
 
 def start_runners(declared: list[Declared], context: Context) -> dict[str, Runner]:
-    """One runner per kit among the declared tools (a kit gets all its declarations), in the order of the
-    registry (tools/kits.py): the order in which their annotators see the answer's text."""
-    by_kit: dict[Kit, list[Declared]] = {}
+    """One runner per kit among the declared tools (a kit gets all its declarations)."""
+    return {kit.name: kit.start(group, context) for kit, group in by_kit(declared).items()}
+
+
+def by_kit(declared: list[Declared]) -> dict[Kit, list[Declared]]:
+    """The declarations grouped by kit, in the order of the registry (tools/kits.py): the order in which their
+    annotators see the answer's text."""
+    groups: dict[Kit, list[Declared]] = {}
     for one in declared:
-        by_kit.setdefault(one.kit, []).append(one)
+        groups.setdefault(one.kit, []).append(one)
     order = {kit: i for i, kit in enumerate(all_kits())}
-    return {kit.name: kit.start(by_kit[kit], context) for kit in sorted(by_kit, key=lambda k: order.get(k, len(order)))}
+    return {kit: groups[kit] for kit in sorted(groups, key=lambda k: order.get(k, len(order)))}
 
 
 async def _open(upstream: Upstream, call: Call, seen: Observation) -> EventStream:

@@ -303,6 +303,13 @@ class FakeChatUpstream:
         with self._changed:
             return self._changed.wait_for(lambda: self._disconnects >= count, timeout)
 
+    def wait_requests(self, count: int, timeout: float = 15.0) -> None:
+        """Wait until `count` generation requests have arrived."""
+        deadline = time.monotonic() + timeout
+        while len(self.requests) < count:
+            assert time.monotonic() < deadline, "the request never reached the upstream"
+            time.sleep(0.02)
+
     def reset(self) -> None:
         with self._lock:
             self._queue.clear()

@@ -34,7 +34,7 @@ from ..respond import Started, start
 from ..services import Services, of
 from .admission import body_of, hand_over
 from .errors import error_response
-from .streaming import EventStreamResponse
+from .streaming import EventStreamResponse, end_from_outside
 
 log = logging.getLogger("responses_gateway")
 
@@ -126,14 +126,15 @@ async def create_response(request: Request) -> Response | EventStreamResponse:
             if req.stream:
                 return await open_stream(services, req, owner(request))
             started = await start(services, req, owner(request))
-            async for _ in started.batches:
-                pass
+            last: list[dict[str, Any]] = []
+            async for batch in started.batches:
+                last = batch  # the terminal batch, with the `error` event of a failure
     except ClientGone:
         return Response(status_code=499)  # nobody reads it; the upstream call was closed
     final = started.final
     if final["status"] == "failed":
         kept = req.store is not False and await is_stored(services, final["id"], owner(request))
-        return failed_response(final, stored=kept)
+        return failed_response(final, stored=kept, events=last)
     return Response(orjson.dumps(final), media_type="application/json")
 
 
@@ -185,7 +186,14 @@ async def started_late(opening: asyncio.Future[Started], req: CreateResponse,
             yield refused(req, SERVER_ERROR, services)
             return
         async for events in started.batches:
-            yield events
+            try:
+                yield events
+            except asyncio.CancelledError as exc:  # ended from outside while the sink waited on the client:
+                last = await end_from_outside(started.batches, exc)  # the pipeline ends it (streaming.py)
+                if last is None:
+                    raise
+                yield last
+                return
     finally:
         if started is not None:
             await started.batches.aclose()
@@ -227,15 +235,19 @@ def _retrieve(future: asyncio.Future[Started]) -> None:
         future.exception()
 
 
-def failed_response(final: dict[str, Any], *, stored: bool) -> Response:
+def failed_response(final: dict[str, Any], *, stored: bool, events: list[dict[str, Any]]) -> Response:
     """A non-streamed response that failed: a 502 whose message (and `x-response-id` header) names the
-    response and says whether it was stored, so the client knows whether GET /v1/responses/{id} finds it."""
+    response and says whether it was stored (the caller asked the store), so the client knows whether
+    GET /v1/responses/{id} finds it. Its code is the precise one of the `error` event among the last
+    `events` (e.g. `upstream_idle_timeout`), as a stream would carry; `response.error.code` keeps to OpenAI's
+    closed set (`server_error`)."""
     error = final["error"] or {}
     rid = final["id"]
+    code = next((e["code"] for e in events if e["type"] == "error"), error.get("code"))
     note = f"response {rid} was stored with status failed" if stored else f"response {rid} was not stored"
     message = f"{error.get('message') or 'The response failed.'} ({note})"
     return error_response(502, {"error": {"message": message, "type": "server_error", "param": None,
-                                          "code": error.get("code")}}, headers={"x-response-id": rid})
+                                          "code": code}}, headers={"x-response-id": rid})
 
 
 async def _background(services: Services, request: Request, req: CreateResponse) -> Response | EventStreamResponse:

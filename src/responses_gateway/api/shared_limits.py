@@ -3,15 +3,17 @@
 One Lua script checks both limits atomically in one round trip, on Redis's own clock (`TIME`), so
 replicas with skewed clocks agree:
 
-- concurrency: a sorted set `rg:limit:<owner>:in_flight` of request tokens scored by lease expiry (ms).
+- concurrency: a sorted set `rg:limit:{<owner>}:in_flight` of request tokens scored by lease expiry (ms).
   Expired entries are dropped before counting, so the slots of a crashed process free themselves after a
   lease; this process renews its own entries every `RENEW_EVERY` seconds while they are in flight (one
   task, one pipelined round), and removes each when its response has been sent.
-- rate: a token bucket in a hash `rg:limit:<owner>:rate` (`tokens`, `at`). A bucket left alone refills
+- rate: a token bucket in a hash `rg:limit:{<owner>}:rate` (`tokens`, `at`). A bucket left alone refills
   within a minute, and a missing bucket is a full one, so the hash expires after a minute.
 
 `<owner>` is the HMAC of the API key (auth.py), never the key. Every key expires, so Redis never grows
-without bound.
+without bound. The braces are a Redis Cluster hash tag: an owner's two keys hash to one slot, so the script
+that reads and writes both runs on a Cluster too (`--redis-cluster`, redisconn.py); the renewals go in one
+pipeline, which the Cluster client splits by node (EVAL, as its pipelines refuse EVALSHA).
 
 Every call has a deadline (`TIMEOUT`). When Redis fails or is slow the request is admitted (fail open, as
 Envoy's rate limit service does by default): an outage of the limiter must not become an outage of the
@@ -30,11 +32,13 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from .. import metrics
+from ..redisconn import connect
 
 log = logging.getLogger("responses_gateway.limits")
 
 PREFIX = "rg:limit:"
 TIMEOUT = 0.5  # seconds: the longest a request waits for the limiter
+OPEN_TIMEOUT = 5.0  # seconds startup gives the limiter to connect and load its script
 LEASE = 30.0  # seconds an in-flight entry lives without renewal
 RENEW_EVERY = 10.0  # seconds between renewals: a lease survives two missed rounds
 WARN_EVERY = 60.0  # seconds between warnings about a failing limiter
@@ -86,26 +90,24 @@ REASONS = {1: "key_concurrency", 2: "key_rate"}
 
 
 def in_flight_key(owner: str) -> str:
-    return f"{PREFIX}{owner}:in_flight"
+    return f"{PREFIX}{{{owner}}}:in_flight"
 
 
 def rate_key(owner: str) -> str:
-    return f"{PREFIX}{owner}:rate"
+    return f"{PREFIX}{{{owner}}}:rate"
 
 
 class SharedLimits:
     """The per-key limits of `Admission` when `--redis` is set."""
 
-    def __init__(self, url: str, key_max_in_flight: int, key_requests_per_minute: float):
-        import redis.asyncio as aioredis
+    def __init__(self, url: str, key_max_in_flight: int, key_requests_per_minute: float, cluster: bool = False):
         from redis.asyncio.retry import Retry
         from redis.backoff import NoBackoff
 
         # no retries and short socket deadlines: the caller's deadline (TIMEOUT) is the whole budget
-        self.redis = aioredis.from_url(url, socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT,
-                                       retry=Retry(NoBackoff(), 0))
+        self.redis = connect(url, cluster, socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT,
+                             retry=Retry(NoBackoff(), 0))
         self.admit_script = self.redis.register_script(ADMIT)
-        self.renew_script = self.redis.register_script(RENEW)
         self.cap = key_max_in_flight
         self.rate = key_requests_per_minute
         self.lease_ms = max(1, int(LEASE * 1000))
@@ -115,6 +117,13 @@ class SharedLimits:
         self.process = f"{os.getpid()}-{os.urandom(4).hex()}"  # tokens unique across processes and restarts
         self.count = itertools.count()
         self.warned = -WARN_EVERY
+
+    async def open(self) -> None:
+        """Before the first request: the script is loaded (on every node of a Cluster, whose client learns
+        the cluster's layout on the way), so the first admission costs one round trip like any other rather
+        than several under its deadline. A failure is the limiter's like any other: counted, logged, and
+        requests are admitted meanwhile."""
+        await self._bounded(self.redis.script_load(ADMIT), "open", OPEN_TIMEOUT)
 
     async def admit(self, owner: str) -> str | tuple[str, float]:
         """Admitted: a token for `release` once the response is sent ("" without a concurrency cap).
@@ -153,23 +162,22 @@ class SharedLimits:
                 await asyncio.sleep(self.renew_every)
                 pipe = self.redis.pipeline(transaction=False)
                 for owner, tokens in list(self.held.items()):
-                    await self.renew_script(keys=[in_flight_key(owner)], args=[self.lease_ms, *tokens],
-                                            client=pipe)  # queued, not sent
+                    pipe.execute_command("EVAL", RENEW, 1, in_flight_key(owner), self.lease_ms, *tokens)
                 await self._bounded(pipe.execute(), "renew")  # failed: a lease outlives two missed rounds
         finally:
             self.renewer = None
 
-    async def _bounded(self, call: Awaitable[T], op: str) -> T | None:
-        """The call's result within TIMEOUT, else None (counted, logged now and then). A call past its
+    async def _bounded(self, call: Awaitable[T], op: str, timeout: float = TIMEOUT) -> T | None:
+        """The call's result within `timeout`, else None (counted, logged now and then). A call past its
         deadline is cancelled and left to clean up on its own, so the request never waits for that."""
         task = asyncio.ensure_future(call)
         task.add_done_callback(_retrieve)
-        done, _ = await asyncio.wait({task}, timeout=TIMEOUT)
+        done, _ = await asyncio.wait({task}, timeout=timeout)
         if done and task.exception() is None:
             return task.result()
         task.cancel()
         error = task.exception() if done else None
-        problem = f"{type(error).__name__}: {error}" if done else f"no answer within {TIMEOUT:g}s"
+        problem = f"{type(error).__name__}: {error}" if done else f"no answer within {timeout:g}s"
         metrics.limiter_errors.labels(op).inc()
         if time.monotonic() - self.warned >= WARN_EVERY:
             self.warned = time.monotonic()

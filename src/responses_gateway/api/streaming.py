@@ -5,6 +5,13 @@ wake-up of the client, fewer per response.
 
 A client that goes away is noticed at once (a task waits on `http.disconnect`), and the pump is
 cancelled, which closes the upstream request: nobody pays for tokens no one will read.
+
+A response can also be ended from outside while the pump waits for the client to take a write: the drain
+at SIGTERM, the send deadline (a client that stopped reading: the edge calls `on_stall`, then drops the
+connection), an upstream deadline that ran out while nobody read. Each cancels the pump with the error to
+end with (pipeline.ending); the pump hands it to the pipeline, which ends the response as failed and stores
+it, and the last events go out if the client takes them within `GRACE` seconds, else the connection is
+dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +22,9 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
+from ..edge import Edge, edge_of
+from ..errors import APIError
+from ..pipeline import ending
 from ..sse import DONE, encode_all, ends, ends_terminal
 
 
@@ -32,6 +42,25 @@ HEADERS = [
 # Where the server's own `send` waits in the scope (app.Gateway puts it there) for the body of a stream.
 SERVER_SEND = "responses_gateway.server_send"
 KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it; proxies see the connection is alive
+GRACE = 2.0  # seconds the last events of a response ended from outside get to go out
+
+
+def suspended(batches: Any) -> bool:
+    """The generator waits at a `yield` (its consumer is busy elsewhere), so an ending can be thrown in."""
+    return getattr(batches, "ag_frame", None) is not None and not getattr(batches, "ag_running", True)
+
+
+async def end_from_outside(batches: Any, exc: BaseException) -> list[dict[str, Any]] | None:
+    """Hand an ending that reached the consumer (while it waited on the client) to the pipeline, which ends
+    the response (stored, counted) and gives back its last events; None when there is no response to end
+    (the generator had not started, had already finished, or is not a pipeline's)."""
+    if not suspended(batches):
+        return None
+    try:
+        events: list[dict[str, Any]] = await batches.athrow(exc)
+    except (asyncio.CancelledError, StopAsyncIteration):
+        return None
+    return events
 
 
 class EventStreamResponse:
@@ -44,19 +73,29 @@ class EventStreamResponse:
         self.encode: Callable[[Any], bytes] = _as_is if encoded else encode_all
         self.ends: Callable[[Any], bool] = ends_terminal if encoded else ends
         self._gone = False  # the client went away
+        self._ending = False  # the response is being ended from outside: a disconnect must not cut that short
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The stream runs in a task of its own. Every token resumes the task that waits for it, through
         # every coroutine it is nested in: here 7 frames, where the server's task has 14 more (uvicorn and
         # starlette layers and our middleware) above this one.
-        pump = asyncio.create_task(self._pump(send, scope.get(SERVER_SEND, send)))
+        edge = edge_of(scope)
+        pump = asyncio.create_task(self._pump(send, scope.get(SERVER_SEND, send), edge))
+        if edge is not None:
+            def stalled(error: APIError) -> None:  # the client reads nothing: end the response, then it is dropped
+                if not self._ending:  # (one already being ended just loses its last words)
+                    self._ending = True
+                    pump.cancel(error)
+
+            edge.on_stall = stalled
 
         async def watch() -> None:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
                     self._gone = True
-                    pump.cancel()
+                    if not self._ending:
+                        pump.cancel()
                     return
 
         watcher = asyncio.create_task(watch())
@@ -65,7 +104,7 @@ class EventStreamResponse:
         finally:
             watcher.cancel()
 
-    async def _pump(self, send: Send, body_send: Send) -> None:
+    async def _pump(self, send: Send, body_send: Send, edge: Edge | None) -> None:
         """`send` starts the response (every layer sees it start); `body_send`, the server's own, carries the
         body past starlette's two send wrappers, which only watch for the start: two calls fewer per token."""
         loop = asyncio.get_running_loop()
@@ -83,11 +122,11 @@ class EventStreamResponse:
             last = loop.time()
 
         beater = None
+        ended = False
         try:
             await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
             if self.keepalive:
                 beater = asyncio.create_task(beat(self.keepalive))
-            ended = False
             encode, ends = self.encode, self.ends
             async for events in self.batches:
                 ended = ends(events)  # the last batch: nothing follows it
@@ -100,12 +139,33 @@ class EventStreamResponse:
                 beater.cancel()
             if not ended:
                 await body_send({"type": "http.response.body", "body": DONE, "more_body": False})
-        except asyncio.CancelledError:
-            if not self._gone:
-                raise
+        except asyncio.CancelledError as exc:
+            if not ended and ending(exc) is not None and suspended(self.batches):
+                self._ending = True  # waiting on the client when the response was ended: the pipeline ends it
+                if beater is not None:
+                    beater.cancel()
+                await self._last_words(await end_from_outside(self.batches, exc), body_send, edge)
+            elif not (self._gone or ended or ending(exc) is not None):
+                raise  # cancelled for another reason (the server stopping): as any task
         except OSError:  # the server reports a send to a closed connection
             pass
         finally:
             if beater is not None:
                 beater.cancel()
             await self.batches.aclose()
+
+    async def _last_words(self, events: list[dict[str, Any]] | None, body_send: Send, edge: Edge | None) -> None:
+        """The last events of a response ended from outside, if the client takes them within GRACE; else the
+        connection is dropped (a graceful close would wait on the same full buffer)."""
+        if events is None:
+            return
+        try:
+            async with asyncio.timeout(GRACE):
+                await body_send({"type": "http.response.body", "body": self.encode(events) + DONE,
+                                 "more_body": False})
+        except TimeoutError:
+            if edge is not None:
+                edge.abort()
+                await asyncio.sleep(0)  # the server sees the connection lost before the app returns
+        except OSError:
+            pass

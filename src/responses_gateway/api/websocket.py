@@ -16,6 +16,15 @@ kept in memory (ws_cache.py), so `previous_response_id` works for `store: false`
 after `websocket_max_minutes` with the error code `websocket_connection_limit_reached` (clients such as Codex
 reconnect on it). If the client goes away, the running response is cancelled, which closes the upstream
 request, exactly as an HTTP client disconnect does.
+
+The queue is bounded: at most `QUEUE_FRAMES` requests and `max_body_bytes` bytes of them wait (counted
+before a frame is parsed); a request past either bound is answered with an error frame
+(`websocket_queue_full`) instead of being kept, and past `QUEUE_JOBS` waiting answers the reader stops
+reading (the client's sends wait, as TCP makes them). At SIGTERM (edge.py) the connection drains like an HTTP
+stream: the running turn finishes, or is ended at the drain timeout with a stored `response.failed`
+(`server_shutting_down`) sent as frames; requests still waiting get a `server_shutting_down` error frame;
+then the connection closes (1012). A client that stops reading has its turn ended the same way, stored,
+before the edge drops the connection.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,12 +40,15 @@ import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .. import access, metrics, offload
+from ..edge import edge_of
 from ..errors import SERVER_ERROR, APIError, RateLimited
+from ..pipeline import SHUTTING_DOWN, ending
 from ..protocol.bounds import loads
 from ..protocol.request import request_from
 from ..respond import start
 from ..services import Services, of
 from .errors import error_response
+from .streaming import GRACE, end_from_outside
 from .ws_cache import LastResponse
 
 log = logging.getLogger("responses_gateway.websocket")
@@ -45,6 +58,8 @@ log = logging.getLogger("responses_gateway.websocket")
 ENVELOPE = ("type", "stream", "stream_options", "generate")
 
 LIMIT_REACHED = "websocket_connection_limit_reached"
+QUEUE_FRAMES = 16  # requests waiting on one connection (the one running not counted); error frames past it
+QUEUE_JOBS = 64  # anything waiting (requests and error answers): past it the reader stops reading
 
 MESSAGES = {kind: metrics.websocket_messages.labels(type=kind)
             for kind in ("response.create", "response.processed", "invalid")}
@@ -87,6 +102,13 @@ class _Limit:
 
 LIMIT = _Limit()
 
+
+class _Drain:
+    """Queued at SIGTERM: the worker closes the connection (1012) when it gets here."""
+
+
+DRAIN = _Drain()
+
 @dataclass
 class _Create:
     """A response.create frame, and its size: a large one is worked on off the event loop (offload.py)."""
@@ -95,7 +117,7 @@ class _Create:
     size: int
 
 
-Job = _Create | APIError | _Limit  # a response.create frame, an error to answer, or the end
+Job = _Create | APIError | _Limit | _Drain  # a response.create frame, an error to answer, or the end
 
 
 class Connection:
@@ -106,35 +128,70 @@ class Connection:
         self.owner = websocket.scope.get("state", {}).get("owner", "")
         self.last = LastResponse(services.store)
         self.queue: asyncio.Queue[Job] = asyncio.Queue()
+        self.waiting = 0  # requests in the queue, and their bytes
+        self.waiting_bytes = 0
+        self.room = asyncio.Event()  # set when the worker takes a job
+        self.worker: asyncio.Task[None] | None = None
+        self.delivering = False  # a response is being delivered
+        self.ending = False  # ... and is being ended from outside: a disconnect must not cut that short
+        self.draining = False
+        edge = edge_of(websocket.scope)
+        if edge is not None:
+            edge.on_stall = self.stalled
+            edge.on_shutdown = self.drain
 
     async def serve(self) -> None:
-        worker = asyncio.create_task(self.work())
+        self.worker = worker = asyncio.create_task(self.work())
         timer = asyncio.get_running_loop().call_later(self.settings.websocket_max_minutes * 60,
                                                       self.queue.put_nowait, LIMIT)
         try:
-            await self.read()
+            await self.read(worker)
         finally:
             timer.cancel()
-            worker.cancel()  # the client is gone: a running response is cancelled, closing its upstream
+            if not self.ending:
+                worker.cancel()  # the client is gone: a running response is cancelled, closing its upstream
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
 
-    async def read(self) -> None:
+    async def read(self, worker: asyncio.Task[None]) -> None:
         """Frames off the socket into the queue, until the client leaves or the worker closes the connection."""
         receive = self.websocket.receive
         while True:
+            while self.queue.qsize() >= QUEUE_JOBS and not worker.done():  # the worker is behind: read no
+                self.room.clear()  # more until it catches up (the client's sends wait, as TCP makes them)
+                await self.room.wait()
             message = await receive()
             if message["type"] == "websocket.disconnect":
                 return
             data = message.get("text")
             if data is None:
                 data = message.get("bytes") or b""
-            offload.mark(len(data))  # this reader task's: the worker marks each response it starts
-            parsed = await offload.run(self.parse, data)
+            parsed: dict[str, Any] | APIError | None
+            if self.waiting and self.waiting_bytes + len(data) > self.settings.max_body_bytes:
+                parsed = self.queue_full()  # too many bytes waiting: refused before it is parsed
+            else:
+                offload.mark(len(data))  # this reader task's: the worker marks each response it starts
+                parsed = await offload.run(self.parse, data)
+                if isinstance(parsed, dict) and self.waiting >= QUEUE_FRAMES:
+                    parsed = self.queue_full()
             MESSAGES["response.processed" if parsed is None else "response.create" if isinstance(parsed, dict)
                      else "invalid"].inc()
-            if parsed is not None:
-                self.queue.put_nowait(_Create(parsed, len(data)) if isinstance(parsed, dict) else parsed)
+            if isinstance(parsed, dict):
+                self.waiting += 1
+                self.waiting_bytes += len(data)
+                self.queue.put_nowait(_Create(parsed, len(data)))
+            elif parsed is not None:
+                self.queue.put_nowait(parsed)
+
+    def queue_full(self) -> APIError:
+        """The answer to a request that does not fit in the queue: past the bytes waiting (checked before the
+        frame is parsed; one request always fits, its own size checked as it is parsed) or, once parsed, past
+        the requests waiting."""
+        frames, limit = self.waiting, self.settings.max_body_bytes
+        return APIError(429, f"Too many requests are waiting on this WebSocket connection ({frames} requests, "
+                        f"{self.waiting_bytes} bytes; the limits are {QUEUE_FRAMES} requests and {limit} bytes). "
+                        "Send the next request when a response has ended, or use another connection.",
+                        type="requests", code="websocket_queue_full")
 
     def parse(self, data: str | bytes) -> dict[str, Any] | APIError | None:
         """A response.create frame, the error to answer instead, or None for a frame that needs no answer."""
@@ -163,15 +220,39 @@ class Connection:
         try:
             while True:
                 job = await self.queue.get()
+                self.room.set()
                 if isinstance(job, _Limit):
                     return await self.end()
+                if isinstance(job, _Drain):
+                    return await self.websocket.close(code=1012)  # "service restart"
                 if isinstance(job, APIError):
                     await self.send(error_frame(job))
+                    continue
+                self.waiting -= 1
+                self.waiting_bytes -= job.size
+                if self.draining:
+                    await self.send(error_frame(APIError(503, SHUTTING_DOWN, type="server_error",
+                                                         code="server_shutting_down")))
                 else:
                     offload.mark(job.size)
                     await self.respond(job.frame)
         except (OSError, WebSocketDisconnect):  # a send to a closed connection (Starlette turns the server's
             pass  # OSError into WebSocketDisconnect); the reader sees the disconnect and ends the connection
+        finally:
+            self.room.set()  # a reader waiting for room reads on, and sees the connection end
+
+    def stalled(self, error: APIError) -> None:
+        """The client reads nothing (edge.py): the running turn ends with `error`, stored; the edge then drops
+        the connection."""
+        if self.delivering and not self.ending and self.worker is not None:
+            self.ending = True
+            self.worker.cancel(error)
+
+    def drain(self) -> None:
+        """SIGTERM: no new turn starts; the running one finishes (or the drain timeout ends it, stored and sent
+        as frames); then the connection closes."""
+        self.draining = True
+        self.queue.put_nowait(DRAIN)
 
     async def respond(self, frame: dict[str, Any]) -> None:
         """One turn, admitted as an HTTP request is (door.py); its place is held until its last event is sent."""
@@ -210,13 +291,34 @@ class Connection:
             log.exception("WebSocket request failed inside the gateway")
             last.forget()
             return await self.send(error_frame(SERVER_ERROR))
+        await self.deliver(started.batches)
+
+    async def deliver(self, batches: AsyncGenerator[list[dict[str, Any]], None]) -> None:
+        """The response's events as frames. Ended from outside while a send waits on the client (the drain,
+        a client that reads nothing: pipeline.ending), it is handed to the pipeline, which ends and stores it;
+        its last frames go out if the client takes them within GRACE."""
         send = self.websocket.send
+        self.delivering = True
         try:
-            async for events in started.batches:
+            async for events in batches:
                 for event in events:
                     await send({"type": "websocket.send", "text": orjson.dumps(event).decode()})
+        except asyncio.CancelledError as exc:
+            if ending(exc) is None:
+                raise
+            self.ending = True
+            last = await end_from_outside(batches, exc) or []
+            try:
+                async with asyncio.timeout(GRACE):
+                    for event in last:
+                        await send({"type": "websocket.send", "text": orjson.dumps(event).decode()})
+            except TimeoutError:  # the client takes nothing: drop the connection (a close would wait on it too)
+                edge = edge_of(self.websocket.scope)
+                if edge is not None:
+                    edge.abort()
         finally:
-            await started.batches.aclose()
+            self.delivering = self.ending = False
+            await batches.aclose()
 
     async def send(self, text: str) -> None:
         await self.websocket.send({"type": "websocket.send", "text": text})

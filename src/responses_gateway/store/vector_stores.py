@@ -9,7 +9,7 @@ holds the row.
 
 Chunks keep their offsets in the file's text and their embedding (float32 bytes, or NULL when the store has
 no embedding model). Keyword search is the engine's own: an FTS5 table on SQLite (BM25), a GIN index over
-`to_tsvector('english', text)` on PostgreSQL (`ts_rank_cd`); both are made by SEARCH_INDEX after the
+`to_tsvector('english', text)` on PostgreSQL (`ts_rank`); both are made by SEARCH_INDEX after the
 migrations. `version` counts the changes of a store's chunks: what caches its vectors checks it.
 """
 
@@ -28,13 +28,17 @@ from .sqlite import SQLite
 
 LIVE = "(expires_at IS NULL OR expires_at > ?)"
 STATUSES = ("in_progress", "completed", "failed", "cancelled")
+TOUCH_EVERY = 60  # seconds: how stale last_active_at may get (expiry is counted in days)
 
 # The keyword index, made after the migrations (idempotent): each engine's own.
 SEARCH_INDEX = {
     "sqlite": ["CREATE VIRTUAL TABLE IF NOT EXISTS rg_chunks_fts USING fts5(text, vector_store_id UNINDEXED, "
                "file_id UNINDEXED, position UNINDEXED, tokenize = 'porter unicode61')"],
     "postgresql": ["SELECT pg_advisory_xact_lock(727275)",  # one process makes it
-                   "CREATE INDEX IF NOT EXISTS rg_chunks_tsv ON rg_chunks USING GIN (to_tsvector('english', text))"],
+                   # kept with the row, so ranking reads it instead of parsing every matching chunk again
+                   "ALTER TABLE rg_chunks ADD COLUMN IF NOT EXISTS tsv tsvector "
+                   "GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
+                   "CREATE INDEX IF NOT EXISTS rg_chunks_tsv ON rg_chunks USING GIN (tsv)"],
 }
 
 
@@ -143,7 +147,9 @@ class VectorStores(Protocol):
         ...
 
     async def keyword_search(self, query: str, stores: Sequence[str], files: Sequence[str] | None,
-                             limit: int) -> list[Hit]: ...
+                             limit: int, alone: bool = False) -> list[Hit]:
+        """`alone`: no vector ranking beside it (it must find something even for common words)."""
+        ...
 
     async def store_vectors(self, vector_store_id: str) -> list[tuple[str, int, bytes]]: ...
 
@@ -170,7 +176,28 @@ WORD = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 64
 # English stop words (PostgreSQL's `english` configuration drops these too): a query's "the" or "on" would
 # otherwise make every chunk a keyword match and push the fused ranking toward noise.
-STOP_WORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "you", "your", "yours", "yourself", "yourselves"])
+STOP_WORDS_TEXT = """
+a about above after again against all am an and any are as at be because been before being below between both
+but by can did do does doing down during each few for from further had has have having he her here hers
+herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
+once only or other our ours ourselves out over own same she should so some such than that the their theirs
+them themselves then there these they this those through to too under until up very was we were what when
+where which while who whom why will with you your yours yourself yourselves
+"""
+STOP_WORDS = frozenset(STOP_WORDS_TEXT.split())
+
+
+COMMON = 1000  # a word in more chunks than this is left out of keyword queries
+ALL_COMMON = 250  # chunks ranked for a query of common words only, when keyword search ranks alone
+
+
+def _fts_query(terms: list[str], joiner: str) -> str:
+    """An FTS5 query of quoted words (nothing the user typed is read as FTS5 syntax)."""
+    return f" {joiner.upper()} ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def _ts_query(terms: list[str], joiner: str) -> str:
+    return (" | " if joiner == "or" else " & ").join(terms)  # \w+ words: nothing to escape
 
 
 def query_terms(query: str) -> list[str]:
@@ -259,9 +286,11 @@ class VectorStoreQueries(Queries):
         return gone
 
     async def touch_vector_stores(self, ids: list[str]) -> None:
+        """At most once a minute per store: a search is no write."""
         now = int(time.time())
         rows = await self.engine.fetchall(
-            f"SELECT id, body FROM rg_vector_stores WHERE id IN ({', '.join('?' for _ in ids)})", tuple(ids))
+            f"SELECT id, body FROM rg_vector_stores WHERE id IN ({', '.join('?' for _ in ids)}) "
+            "AND last_active_at < ?", (*ids, now - TOUCH_EVERY))
         updates = []
         for vs_id, body in rows:
             expires = orjson.loads(body).get("expires_after")
@@ -458,31 +487,57 @@ class VectorStoreQueries(Queries):
     # -- search -------------------------------------------------------------------------------------------
 
     async def keyword_search(self, query: str, stores: Sequence[str], files: Sequence[str] | None,
-                             limit: int) -> list[Hit]:
+                             limit: int, alone: bool = False) -> list[Hit]:
+        """The best `limit` chunks by keyword (BM25 on SQLite, ts_rank on PostgreSQL), best first.
+
+        Ranking every chunk that holds a common word costs as much as the store is large, for a word that
+        hardly changes the order (its IDF is near zero). So each word's matches are counted first, up to
+        COMMON; words in more chunks are left out, and every chunk holding one of the others is ranked (so at
+        most COMMON per word). A query of common words only has no keyword matches when vectors rank beside it
+        (ranking the many chunks that hold them costs much and says little); `alone`, ALL_COMMON of the chunks
+        that hold them all are ranked. The cost is bounded, whatever the size of the store."""
         terms = query_terms(query)
         if not terms or not stores:
+            return []
+        if files is not None and not files:
+            return []
+        counts = await self._matches(terms, COMMON)
+        rare = [t for t, n in zip(terms, counts, strict=True) if 0 < n < COMMON]
+        if rare:  # every chunk that holds a rarer word is ranked
+            chosen, joiner, ranked = rare, "or", sum(n for n in counts if n < COMMON)
+        elif alone and all(counts):
+            chosen, joiner, ranked = terms, "and", ALL_COMMON
+        else:
             return []
         store_marks = ", ".join("?" for _ in stores)
         file_clause, file_args = "", tuple[str, ...]()
         if files is not None:
-            if not files:
-                return []
             file_clause = f" AND file_id IN ({', '.join('?' for _ in files)})"
             file_args = tuple(files)
         if self._sqlite:
-            match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
             rows = await self.engine.fetchall(
-                "SELECT vector_store_id, file_id, position FROM rg_chunks_fts WHERE rg_chunks_fts MATCH ? "
-                f"AND vector_store_id IN ({store_marks}){file_clause} ORDER BY bm25(rg_chunks_fts) LIMIT ?",
-                (match, *stores, *file_args, limit))
+                "SELECT vector_store_id, file_id, position FROM (SELECT vector_store_id, file_id, position, rank AS r "
+                f"FROM rg_chunks_fts WHERE rg_chunks_fts MATCH ? AND vector_store_id IN ({store_marks}){file_clause} "
+                "LIMIT ?) ORDER BY r LIMIT ?",
+                (_fts_query(chosen, joiner), *stores, *file_args, ranked, limit))
         else:
-            tsquery = " | ".join(terms)
             rows = await self.engine.fetchall(
-                "SELECT vector_store_id, file_id, position FROM rg_chunks, to_tsquery('english', ?) q "
-                f"WHERE to_tsvector('english', text) @@ q AND vector_store_id IN ({store_marks}){file_clause} "
-                "ORDER BY ts_rank_cd(to_tsvector('english', text), q) DESC LIMIT ?",
-                (tsquery, *stores, *file_args, limit))
+                "SELECT vector_store_id, file_id, position FROM (SELECT vector_store_id, file_id, position, "
+                "ts_rank(tsv, q) AS r FROM rg_chunks, to_tsquery('english', ?) q WHERE tsv @@ q AND "
+                f"vector_store_id IN ({store_marks}){file_clause} LIMIT ?) s ORDER BY r DESC LIMIT ?",
+                (_ts_query(chosen, joiner), *stores, *file_args, ranked, limit))
         return [Hit(r[0], r[1], int(r[2])) for r in rows]
+
+    async def _matches(self, terms: list[str], cap: int) -> list[int]:
+        """Chunks holding each term (in any store), each counted up to `cap`, in one statement."""
+        if self._sqlite:
+            one = "(SELECT count(*) FROM (SELECT 1 FROM rg_chunks_fts WHERE rg_chunks_fts MATCH ? LIMIT ?))"
+            args = [x for t in terms for x in (_fts_query([t], "or"), cap)]
+        else:
+            one = "(SELECT count(*) FROM (SELECT 1 FROM rg_chunks WHERE tsv @@ to_tsquery('english', ?) LIMIT ?) s)"
+            args = [x for t in terms for x in (_ts_query([t], "or"), cap)]
+        row = await self.engine.fetchone("SELECT " + ", ".join(one for _ in terms), tuple(args))
+        return [int(n) for n in row] if row else [0] * len(terms)
 
     async def store_vectors(self, vector_store_id: str) -> list[tuple[str, int, bytes]]:
         rows = await self.engine.fetchall(
@@ -493,10 +548,11 @@ class VectorStoreQueries(Queries):
     async def chunk_texts(self, hits: Sequence[Hit]) -> dict[Hit, str]:
         if not hits:
             return {}
-        where = " OR ".join("(vector_store_id = ? AND file_id = ? AND position = ?)" for _ in hits)
+        # one lookup by primary key per hit (UNION ALL keeps each an index lookup on both engines)
+        one = ("SELECT vector_store_id, file_id, position, text FROM rg_chunks WHERE vector_store_id = ? AND "
+               "file_id = ? AND position = ?")
         args = tuple(x for h in hits for x in (h.vector_store_id, h.file_id, h.position))
-        rows = await self.engine.fetchall(f"SELECT vector_store_id, file_id, position, text FROM rg_chunks WHERE {where}",
-                                          args)
+        rows = await self.engine.fetchall(" UNION ALL ".join(one for _ in hits), args)
         return {Hit(r[0], r[1], int(r[2])): r[3] for r in rows}
 
     async def searchable_files(self, stores: Sequence[str]) -> list[tuple[str, str, str, dict[str, Any] | None]]:

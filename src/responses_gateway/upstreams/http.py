@@ -188,6 +188,9 @@ def _encode_large(body: dict[str, Any]) -> io.BytesIO:
     return out
 
 
+UNREAD_GRACE = 1.0  # seconds past the total deadline a body may go unread before its reader is ended
+
+
 class _Expired(Exception):
     """Raised into a waiting read of the body when a deadline runs out: `which` one."""
 
@@ -227,6 +230,7 @@ class BodyStream:
         self._since: float | None = None  # when the read waiting now began (loop time); None between reads
         self._watch: asyncio.TimerHandle | None = None
         self._armed = 0.0  # the loop time the watch is set for
+        self._reader: asyncio.Task[Any] | None = None  # the task reading the body (pipeline.ending)
 
     def _limit(self) -> tuple[float | None, str]:
         """The time the next read may take, and which deadline that is."""
@@ -240,6 +244,7 @@ class BodyStream:
         and total deadline (the whole stream)."""
         content = self.resp.content
         loop = asyncio.get_running_loop()
+        self._reader = asyncio.current_task()
         self._watch_from(loop.time())
         try:
             while True:
@@ -287,8 +292,18 @@ class BodyStream:
             self.resp.content.set_exception(_Expired("idle"))
         elif deadline is not None and deadline <= armed:
             self.resp.content.set_exception(_Expired("total"))  # reading or not: the stream is over
+            if since is None:  # nobody reads now; if nobody does soon, the reader waits on a slow client
+                self._watch = asyncio.get_running_loop().call_later(UNREAD_GRACE, self._unread)
         else:
             self._watch_from(since if since is not None else asyncio.get_running_loop().time())
+
+    def _unread(self) -> None:
+        """The total deadline passed a while ago and the body was not read since (a read would have ended the
+        stream and this watch): its reader waits elsewhere — on a client that reads slowly or not at all —
+        and is ended now, with the deadline's error (pipeline.ending)."""
+        self._watch = None
+        if self._since is None and self._reader is not None:
+            self._reader.cancel(timed_out("total", self.total))
 
     def __aiter__(self) -> AsyncGenerator[Batch, None]:
         return self._gen

@@ -82,7 +82,7 @@ def _token_lengths() -> Any:
     import numpy as np
 
     enc = _encoding()
-    lengths = np.zeros(enc.n_vocab + 1, dtype=np.int64)
+    lengths = np.zeros(enc.n_vocab + 1, dtype=np.int32)
     for rank in range(enc.n_vocab):
         try:
             lengths[rank] = len(enc.decode_single_token_bytes(rank))
@@ -117,16 +117,23 @@ def _segments(text: str) -> list[str]:
     return pieces
 
 
-def tokenize(text: str) -> list[int]:
+def token_array(text: str) -> Any:
+    """The tokens of `text` as a uint32 array, made segment by segment (never one Python int per token of a
+    large file at once)."""
+    import numpy as np
+
     enc = _encoding()
-    out: list[int] = []
-    for piece in _segments(text):
-        out += enc.encode_ordinary(piece)
-    return out
+    parts = [np.asarray(enc.encode_ordinary(piece), dtype=np.uint32) for piece in _segments(text)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
+
+
+def tokenize(text: str) -> list[int]:
+    tokens: list[int] = token_array(text).tolist()
+    return tokens
 
 
 def count_tokens(text: str) -> int:
-    return len(tokenize(text))
+    return len(token_array(text))
 
 
 def chunk(text: str, size: int, overlap: int) -> list[Chunk]:
@@ -135,13 +142,14 @@ def chunk(text: str, size: int, overlap: int) -> list[Chunk]:
 
     if not text:
         return []
-    tokens = np.asarray(tokenize(text), dtype=np.int64)
+    tokens = token_array(text)
     count = len(tokens)
     if count == 0:
         return []
-    ends = np.cumsum(_token_lengths()[tokens])  # byte offset after each token
+    ends = np.cumsum(_token_lengths()[tokens], dtype=np.int64)  # byte offset after each token
+    del tokens
     data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    starts_char = np.cumsum((data & 0xC0) != 0x80)  # characters begun up to and including each byte
+    starts_char = np.cumsum((data & 0xC0) != 0x80, dtype=np.int32)  # characters begun up to each byte
 
     def floor_char(byte: int) -> int:  # the character that holds this byte
         return 0 if byte <= 0 else int(starts_char[min(byte, len(data) - 1)]) - 1 if byte < len(data) \

@@ -45,21 +45,35 @@ def extension(filename: str) -> str:
 def extract(data: bytes, filename: str, limits: Limits) -> str:
     """The text of a file, or ExtractError."""
     ext = extension(filename)
-    if data.startswith(b"%PDF-") or ext == "pdf":
+    is_pdf = data.startswith(b"%PDF-") or ext == "pdf"
+    if not is_pdf and len(data) > 4 * limits.max_chars:  # at least a character per 4 bytes: fail before decoding
+        raise ExtractError("invalid_file", f"The file has more than {limits.max_chars} characters of text "
+                                           "(--max-extracted-chars).")
+    if is_pdf:
         text = pdf_text(data, limits)
     elif ext in HTML_EXTENSIONS:
         text = html_text(decode(data, filename), limits)
     elif ext in TEXT_EXTENSIONS or looks_like_text(data):
         text = decode(data, filename)
     else:
-        raise ExtractError("unsupported_file", f"The file type of '{filename}' is not supported: file_search reads "
-                                               "text, Markdown, HTML, JSON, CSV, source code and PDF.")
+        raise not_supported(filename)
     if len(text) > limits.max_chars:
         raise ExtractError("invalid_file", f"The file has more than {limits.max_chars} characters of text "
                                            "(--max-extracted-chars).")
     if not text.strip():
         raise ExtractError("invalid_file", "The file has no text to index.")
     return text
+
+
+def not_supported(filename: str) -> ExtractError:
+    return ExtractError("unsupported_file", f"The file type of '{filename}' is not supported: file_search reads "
+                                            "text, Markdown, HTML, JSON, CSV, source code and PDF.")
+
+
+def readable(head: bytes, filename: str) -> bool:
+    """Whether a file that starts with `head` may be read at all (before the rest of it is fetched)."""
+    ext = extension(filename)
+    return head.startswith(b"%PDF-") or ext in ("pdf", *HTML_EXTENSIONS, *TEXT_EXTENSIONS) or looks_like_text(head)
 
 
 def looks_like_text(data: bytes) -> bool:

@@ -24,7 +24,7 @@ from ...store.files import Files
 from ...store.vector_stores import ChunkRow, Job, VectorStores
 from .chunking import chunk
 from .embeddings import Embedder, EmbeddingError
-from .extract import ExtractError, Limits, extract
+from .extract import ExtractError, Limits, extract, not_supported, readable
 
 log = logging.getLogger("responses_gateway.file_search")
 
@@ -126,7 +126,12 @@ class Ingestor:
         if file is None:
             await self._fail(job, "invalid_file", "The file was deleted or has expired.")
             return
-        parts = [part async for part in self.store.blobs.read(job.file_id)]
+        parts: list[bytes] = []
+        async for part in self.store.blobs.read(job.file_id):
+            if not parts and not readable(part, file["filename"]):  # a binary: never read past its first part
+                await self._fail(job, "unsupported_file", not_supported(file["filename"]).message)
+                return
+            parts.append(part)
         data = b"".join(parts)
         del parts
         try:

@@ -91,8 +91,8 @@ def merge(per_query: Sequence[dict[Hashable, float]]) -> dict[Hashable, float]:
 
 def final(scores: dict[Hashable, float], ranking: Ranking, limit: int) -> list[tuple[Hashable, float]]:
     """Normalised (the best is 1.0), thresholded, best first, at most `limit`."""
-    if not scores:
+    best = max(scores.values(), default=0.0)
+    if best <= 0:  # nothing scored (a weight so small its products underflow): no order to give
         return []
-    best = max(scores.values())
     ranked = sorted(((key, min(1.0, score / best)) for key, score in scores.items()), key=lambda kv: -kv[1])
     return [(key, score) for key, score in ranked if score >= ranking.score_threshold][:limit]

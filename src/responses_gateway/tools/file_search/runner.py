@@ -35,9 +35,9 @@ class FileSearchRunner:
         self.timeout: float = context.services.settings.file_search_timeout
         self.sources: dict[int, dict[str, Any]] = {}
         self.next_number = 1
-        for item in context.history:  # earlier turns' results stay citable under their numbers
+        for item in context.history:  # earlier turns' results stay citable under the numbers the model read
             if item.get("type") == "file_search_call" and item.get("results"):
-                self._number(item["results"], int(item.get("cite_from") or self.next_number))
+                self._number(item["results"], int(item.get("cite_from") or 1))  # as kit.lower numbers them
 
     def _number(self, results: list[dict[str, Any]], first: int) -> None:
         for n, result in enumerate(results, start=first):

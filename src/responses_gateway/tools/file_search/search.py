@@ -65,6 +65,25 @@ class Searcher:
                                param="vector_store_id", code="embedding_model_mismatch")
         return infos
 
+    async def _vectors(self, embedded: list[StoreInfo], queries: Sequence[str],
+                       permitted: set[str] | None) -> list[list[tuple[Hit, float]]]:
+        """For each query, the stores' best chunks by cosine, with it."""
+        assert self.embedder is not None
+        try:
+            matrix = await self.embedder.embed(list(queries))
+        except EmbeddingError as exc:
+            raise UpstreamError(f"Embedding the query failed: {exc}", status=502, code="embeddings_failed") from None
+        vector: list[list[tuple[Hit, float]]] = [[] for _ in queries]
+        for info in embedded:
+            if matrix.shape[1] != info.dimension:
+                raise UpstreamError(f"The embeddings server now answers {matrix.shape[1]} dimensions; vector "
+                                    f"store '{info.id}' has {info.dimension}.", status=502,
+                                    code="embedding_dimension_mismatch")
+            found = await self.vectors.search(info.id, info.version, matrix, permitted, CANDIDATES)
+            for i, hits in enumerate(found):
+                vector[i] += hits
+        return vector
+
     async def search(self, ids: Sequence[str], owner: str, queries: Sequence[str], filters: Filter | None,
                      limit: int, ranking: Ranking) -> list[Result]:
         infos = await self.stores(ids, owner)
@@ -77,25 +96,22 @@ class Searcher:
         if not queries or (allowed is not None and not allowed) or not files:
             await self.store.touch_vector_stores(store_ids)
             return []
-        keyword = await asyncio.gather(*(self.store.keyword_search(q, store_ids, allowed, CANDIDATES)
-                                         for q in queries))
-        vector: list[list[tuple[Hit, float]]] = [[] for _ in queries]
         embedded = [info for info in infos.values() if info.embedding_model is not None and info.dimension]
-        if embedded and self.embedder is not None and ranking.embedding_weight > 0:
-            try:
-                matrix = await self.embedder.embed(list(queries))
-            except EmbeddingError as exc:
-                raise UpstreamError(f"Embedding the query failed: {exc}", status=502, code="embeddings_failed") \
-                    from None
-            permitted = None if allowed is None else set(allowed)
-            for info in embedded:
-                if matrix.shape[1] != info.dimension:
-                    raise UpstreamError(f"The embeddings server now answers {matrix.shape[1]} dimensions; vector "
-                                        f"store '{info.id}' has {info.dimension}.", status=502,
-                                        code="embedding_dimension_mismatch")
-                found = await self.vectors.search(info.id, info.version, matrix, permitted, CANDIDATES)
-                for i, hits in enumerate(found):
-                    vector[i] += hits
+        use_vectors = bool(embedded) and self.embedder is not None and ranking.embedding_weight > 0
+        # the keyword side (the database's threads) and the vector side (the query's embedding, then a scan in
+        # a worker thread) run at once: a search takes the longer of the two, not their sum
+        keyword_task = asyncio.gather(*(self.store.keyword_search(q, store_ids, allowed, CANDIDATES, not use_vectors)
+                                        for q in queries)) if ranking.text_weight > 0 else None
+        vector: list[list[tuple[Hit, float]]] = [[] for _ in queries]
+        try:
+            if use_vectors:
+                vector = await self._vectors(embedded, queries, None if allowed is None else set(allowed))
+            keyword = await keyword_task if keyword_task is not None else [[] for _ in queries]
+        except BaseException:
+            if keyword_task is not None:
+                keyword_task.cancel()
+                await asyncio.gather(keyword_task, return_exceptions=True)
+            raise
         # several stores' candidates compete by their cosine with the query
         by_vector = [[hit for hit, _ in sorted(pairs, key=lambda p: -p[1])[:CANDIDATES]] for pairs in vector]
         fused = merge([fuse(k, v, ranking) for k, v in zip(keyword, by_vector, strict=True)])

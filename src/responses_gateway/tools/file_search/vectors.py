@@ -55,13 +55,11 @@ def nearest(matrix: Matrix, queries: Any, allowed: set[str] | None, limit: int) 
         scores[:, ~mask] = -np.inf
     out: list[list[tuple[int, float]]] = []
     for row in scores:
-        row[row <= 0] = -np.inf  # unrelated (or opposite) vectors are no match at all
-        k = min(limit, int(np.isfinite(row).sum()))
-        if k == 0:
-            out.append([])
-            continue
-        top = np.argpartition(-row, k - 1)[:k]
-        out.append([(int(i), float(row[i])) for i in top[np.argsort(-row[top], kind="stable")]])
+        k = min(limit, len(row))
+        top = np.argpartition(row, len(row) - k)[len(row) - k:]  # the k best, unordered: one pass, no sort
+        top = top[np.argsort(-row[top], kind="stable")]
+        # unrelated (or opposite) vectors, and rows of files the filters left out, are no match at all
+        out.append([(int(i), float(row[i])) for i in top if row[i] > 0])
     return out
 
 

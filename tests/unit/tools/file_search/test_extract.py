@@ -2,7 +2,7 @@
 
 import pytest
 
-from responses_gateway.tools.file_search.extract import ExtractError, Limits, extract, html_text
+from responses_gateway.tools.file_search.extract import ExtractError, Limits, extract, html_text, readable
 from tests.test_vector_stores import pdf_bytes
 
 LIMITS = Limits(max_chars=10_000, max_pdf_pages=5)
@@ -43,9 +43,15 @@ def test_pdfs_page_by_page_and_their_failures():
     (b"text with a \x00 NUL", "a.bin", "unsupported_file"),
     (b"   ", "a.txt", "invalid_file"),
     (b"x" * 10_001, "a.txt", "invalid_file"),
+    (b"y" * 40_001, "a.txt", "invalid_file"),  # refused before it is decoded at all
     (b"<p>" + b"y" * 10_001 + b"</p>", "a.html", "invalid_file"),
 ])
 def test_what_cannot_be_indexed(data, name, code):
     with pytest.raises(ExtractError) as err:
         extract(data, name, LIMITS)
     assert err.value.code == code
+
+
+def test_what_may_be_read_is_known_from_the_first_bytes():
+    assert readable(b"%PDF-1.7", "x.bin") and readable(b"\x00\x01", "notes.txt") and readable(b"plain", "noext")
+    assert not readable(b"PK\x03\x04\x00\x00", "a.zip") and not readable(b"\x89PNG\r\n\x1a\n\x00", "i.png")

@@ -25,6 +25,8 @@ def test_queries_merge_per_chunk_and_the_best_scores_one():
     assert final(merged, Ranking(score_threshold=0.6), 10) == [("b", 1.0)]
     assert final(merged, Ranking(), 1) == [("b", 1.0)]
     assert final({}, Ranking(), 10) == []
+    # a weight so small that every product underflows leaves nothing to rank (found by the property below)
+    assert final(fuse([], ["a"], Ranking(0.0, 5e-324)), Ranking(), 10) == []
 
 
 @given(st.lists(st.text(min_size=1, max_size=3), max_size=30, unique=True),

@@ -1,0 +1,94 @@
+"""store/vector_stores.py and store/files.py on both engines: ingestion leases (one worker per file, only the
+holder writes, a lapsed lease is taken over), keyword search (stop words, common words, filters by file)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from responses_gateway.store.vector_stores import COMMON, ChunkRow, query_terms
+
+pytestmark = pytest.mark.anyio
+
+CHUNKING = {"type": "static", "static": {"max_chunk_size_tokens": 800, "chunk_overlap_tokens": 400}}
+
+
+@pytest.fixture
+async def store(store):
+    tables = ["rg_chunks", "rg_vector_store_files", "rg_file_batches", "rg_vector_stores", "rg_files",
+              "rg_file_parts"]
+    if store.engine.label.startswith("sqlite"):
+        tables.append("rg_chunks_fts")
+    await store.engine.write([(f"DELETE FROM {t}", [()]) for t in tables])
+    return store
+
+
+async def vector_store(store, vs_id: str = "vs_1", owner: str = "alice") -> str:
+    now = int(time.time())
+    await store.create_vector_store({"id": vs_id, "object": "vector_store", "created_at": now, "name": "x",
+                                     "metadata": {}, "expires_after": None, "expires_at": None}, owner, None)
+    return vs_id
+
+
+async def test_one_worker_per_file_and_only_the_holder_writes(store):
+    vs = await vector_store(store)
+    await store.add_vector_store_files(vs, "alice", [("file_1", None, CHUNKING)], None)
+    job = await store.claim_job("w1", lease=30)
+    assert job is not None and (job.vector_store_id, job.file_id, job.attempts) == (vs, "file_1", 1)
+    assert await store.claim_job("w2", lease=30) is None  # held
+    rows = [ChunkRow(0, 0, 5, 1, "alpha", None)]
+    assert not await store.finish_job(job, "w2", rows, 5, None)  # not w2's: nothing written
+    assert (await store.file_chunks(vs, "file_1")) == []
+    assert await store.finish_job(job, "w1", rows, 5, None)
+    got = await store.get_vector_store_file(vs, "file_1", "alice")
+    assert got["status"] == "completed" and got["usage_bytes"] == 5
+    assert [c.text for c in await store.file_chunks(vs, "file_1")] == ["alpha"]
+    assert await store.keyword_search("alpha", [vs], None, 10, alone=True) != []
+
+
+async def test_a_lapsed_lease_is_taken_over_and_the_old_holder_writes_nothing(store):
+    vs = await vector_store(store)
+    await store.add_vector_store_files(vs, "alice", [("file_1", None, CHUNKING)], None)
+    first = await store.claim_job("w1", lease=-1)  # already lapsed: its process is presumed dead
+    second = await store.claim_job("w2", lease=30)
+    assert first is not None and second is not None and second.attempts == 2
+    assert not await store.renew_job(first, "w1", 30)
+    assert not await store.fail_job(first, "w1", "server_error", "late")
+    assert not await store.finish_job(first, "w1", [ChunkRow(0, 0, 1, 1, "x", None)], 1, None)
+    assert await store.finish_job(second, "w2", [ChunkRow(0, 0, 1, 1, "y", None)], 1, None)
+    assert [c.text for c in await store.file_chunks(vs, "file_1")] == ["y"]
+
+
+async def test_released_jobs_are_taken_up_at_once_and_cancelled_ones_never(store):
+    vs = await vector_store(store)
+    await store.create_batch("vsfb_1", vs, "alice", int(time.time()))
+    await store.add_vector_store_files(vs, "alice", [("file_1", None, CHUNKING), ("file_2", None, CHUNKING)],
+                                       "vsfb_1")
+    job = await store.claim_job("w1", lease=30)
+    await store.release_jobs("w1")
+    again = await store.claim_job("w2", lease=30)
+    assert again is not None and again.file_id == job.file_id
+    assert await store.cancel_batch("vsfb_1", vs, "alice")
+    assert await store.claim_job("w3", lease=30) is None
+    assert not await store.finish_job(again, "w2", [ChunkRow(0, 0, 1, 1, "x", None)], 1, None)
+    batch = await store.get_batch("vsfb_1", vs, "alice")
+    assert batch["status"] == "cancelled" and batch["file_counts"]["cancelled"] == 2
+
+
+async def test_keyword_search_leaves_out_stop_words_and_common_words(store):
+    vs = await vector_store(store)
+    files = [(f"file_{i}", None, CHUNKING) for i in range(2)]
+    await store.add_vector_store_files(vs, "alice", files, None)
+    # file_0: COMMON + 1 chunks that all say "common"; file_1: one chunk with "rare" (and "common")
+    texts = {"file_0": [f"common the chunk{i}" for i in range(COMMON + 1)], "file_1": ["rare common words"]}
+    for _ in files:
+        job = await store.claim_job("w", lease=30)
+        rows = [ChunkRow(i, 0, len(t), 3, t, None) for i, t in enumerate(texts[job.file_id])]
+        assert await store.finish_job(job, "w", rows, 1, None)
+    assert query_terms("The RARE, the rare!") == ["rare"] and query_terms("the") == ["the"]  # stop words kept alone
+    assert [h.file_id for h in await store.keyword_search("rare common", [vs], None, 5)] == ["file_1"]
+    assert await store.keyword_search("common", [vs], None, 5) == []  # vectors rank beside it: none
+    assert len(await store.keyword_search("common", [vs], None, 5, alone=True)) == 5
+    assert await store.keyword_search("rare", [vs], ["file_0"], 5) == []  # limited to these files
+    assert await store.keyword_search("rare", ["vs_other"], None, 5) == []  # and to these stores
