@@ -10,6 +10,7 @@ import pytest
 
 from tests.support import backends
 from tests.support.fake_chat import RecordedRequest, Stream, text_stream
+from tests.support.stream_check import check_stream
 
 pg_database = backends.pg_database
 backend = backends.backend
@@ -132,6 +133,37 @@ def test_failed_response_appends_nothing(start_gateway, upstream):
         client.responses.create(model=MODEL, input="doomed", conversation=conv.id)
     assert err.value.status_code == 502
     assert client.conversations.items.list(conv.id).data == []
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_response_whose_conversation_append_fails_is_not_kept_either(start_gateway, backend, upstream,
+                                                                       streaming):
+    """The response and its conversation's new items are one transaction: when the append fails, the client
+    is told the response could not be stored — and it is not (no GET, no chaining from it), instead of being
+    told so while it sat in the store as completed. Once the database accepts appends again, all is well."""
+    gw = start_gateway()
+    client = sdk(gw)
+    conv = client.conversations.create(items=[user("start")])
+    with backend.refusing("conversation_items"), httpx.Client(base_url=gw.url, timeout=30) as http:
+        upstream.enqueue(text_stream(["lost"]))
+        body = {"model": MODEL, "input": "hello", "conversation": conv.id, "stream": streaming}
+        answer = http.post("/v1/responses", json=body)
+        if streaming:
+            result = check_stream(answer.content)
+            assert result.events[-2]["code"] == "storage_error"
+            rid, message = result.response["id"], result.events[-2]["message"]
+        else:
+            assert answer.status_code == 502
+            rid, message = answer.headers["x-response-id"], answer.json()["error"]["message"]
+        assert "could not be stored" in message and "was stored" not in message
+        assert http.get(f"/v1/responses/{rid}").status_code == 404
+        chained = http.post("/v1/responses", json={"model": MODEL, "input": "x", "previous_response_id": rid})
+        assert chained.status_code == 400 and chained.json()["error"]["code"] == "previous_response_not_found"
+    assert texts(client.conversations.items.list(conv.id, order="asc").data) == ["start"]
+    upstream.enqueue(text_stream(["kept"]))
+    kept = client.responses.create(model=MODEL, input="hello", conversation=conv.id)
+    assert client.responses.retrieve(kept.id).output_text == "kept"
+    assert texts(client.conversations.items.list(conv.id, order="asc").data) == ["start", "hello", "kept"]
 
 
 def test_conversations_are_per_key(start_gateway, upstream):

@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers import create, stream
 from tests.support import backends
-from tests.support.fake_chat import reasoning_then_text, sse_chunks, text_stream, tool_calls_stream
+from tests.support.fake_chat import Stream, reasoning_then_text, sse_chunks, text_stream, tool_calls_stream
 
 pg_database = backends.pg_database
 backend = backends.backend
@@ -616,6 +616,28 @@ def test_a_response_that_cannot_be_stored_fails(gw, web, upstream, monkeypatch):
     assert web.get(f"/v1/responses/{kept['id']}").json() == kept
 
 
+def test_a_failed_response_says_whether_it_was_stored(gw, web, backend, upstream):
+    """A non-streamed failure is a 502 naming the response (message and `x-response-id`); it says the
+    response was stored with status failed only when GET finds it so."""
+    broken = Stream(text_stream(["partial"])[:2] + ["data: {broken\n\n"])  # the upstream breaks mid-stream
+    upstream.enqueue(broken)
+    made = web.post("/v1/responses", json={"model": MODEL, "input": "hi"})
+    rid = made.headers["x-response-id"]
+    assert made.status_code == 502 and f"response {rid} was stored with status failed" in made.json()["error"]["message"]
+    assert web.get(f"/v1/responses/{rid}").json()["status"] == "failed"
+
+    with backend.refusing("responses"):
+        upstream.enqueue(Stream(text_stream(["partial"])[:2] + ["data: {broken\n\n"]))
+        failed = web.post("/v1/responses", json={"model": MODEL, "input": "hi"})  # and its write fails too
+        upstream.enqueue(text_stream(["fine"]))
+        unstored = web.post("/v1/responses", json={"model": MODEL, "input": "hi"})  # completed, write fails
+    for made in (failed, unstored):
+        rid, message = made.headers["x-response-id"], made.json()["error"]["message"]
+        assert made.status_code == 502 and f"response {rid} was not stored" in message, message
+        assert web.get(f"/v1/responses/{rid}").status_code == 404
+    assert "could not be stored" in unstored.json()["error"]["message"]
+
+
 def test_retention_expires_and_purge_removes(start_gateway, backend, upstream):
     gw = start_gateway(retention_days=2.5 / 86400)  # 3 seconds: retention rounds up to whole seconds
     oai = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="unused", max_retries=0, timeout=20)
@@ -634,8 +656,9 @@ def test_retention_expires_and_purge_removes(start_gateway, backend, upstream):
     # expired but still on disk until a purge runs
     assert backend.query("SELECT count(*) FROM responses WHERE id = ?", r.id) == [(1,)]
 
-    out = backends.run_cli("db", "purge", "--db", backend.db).stdout
-    assert re.search(r"purged 1 expired responses", out), out
+    done = backends.run_cli("db", "purge", "--db", backend.db, "--db-timeout", "5")
+    assert re.search(r"purged 1 expired responses", done.stdout), done.stdout
+    assert "retention removed 1 expired responses" in done.stderr  # progress is logged as the batches go
     assert backend.query("SELECT count(*) FROM responses WHERE id = ?", r.id) == [(0,)]
     assert backend.query("SELECT count(*) FROM items WHERE response_id = ?", r.id) == [(0,)]
     out = backends.run_cli("db", "purge", "--db", backend.db).stdout

@@ -97,8 +97,6 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--drain-timeout", type=float, metavar="S",
                        help=f"on SIGTERM, seconds running responses get to finish [{ENV['drain_timeout']}; "
                             "default 30]")
-    serve.add_argument("--db-timeout", type=float, metavar="S",
-                       help=f"seconds for a database connection and each statement [{ENV['db_timeout']}; default 10]")
     serve.add_argument("--sse-keepalive", type=float, metavar="S",
                        help=f"SSE comment after this many seconds of silence [{ENV['sse_keepalive']}; default 15]")
     serve.add_argument("--max-body-bytes", type=int, help=f"request size limit [{ENV['max_body_bytes']}]")
@@ -126,8 +124,6 @@ def _parser() -> argparse.ArgumentParser:
     for flag, kind, shown, what in edge_flags:
         name = flag[2:].replace("-", "_")
         serve.add_argument(flag, type=kind, help=f"{what} [{ENV[name]}; default {shown}]")
-    serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
-                       help=f"[{ENV['log_level']}; default info]")
     serve.add_argument("--otel", action="store_true", default=None,
                        help=f"OpenTelemetry traces over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT [{ENV['otel']}; "
                             "on when that variable is set]")
@@ -147,6 +143,11 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--event-retention-hours", type=float,
                              help="how long background event logs stay in the database (resume after the end) "
                                   f"[{ENV['event_retention_hours']}; default 24]")
+        command.add_argument("--db-timeout", type=float, metavar="S",
+                             help="seconds for a database connection and each statement (a purge's batch) "
+                                  f"[{ENV['db_timeout']}; default 10]")
+        command.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                             help=f"[{ENV['log_level']}; default info]")
     serve.add_argument("--health-db-timeout", type=float, metavar="S",
                        help=f"seconds /health waits for the database [{ENV['health_db_timeout']}; default 2]")
     serve.add_argument("--api-keys-file", metavar="PATH",
@@ -270,6 +271,8 @@ def db_command(settings: Settings, action: str) -> None:
     store = make_store(settings)
     if store is None:
         sys.exit("responses-gateway: no store configured (--db none)")
+
+    logs.setup(settings.log_level, settings.log_format)  # a long purge logs its progress (stderr)
 
     async def go() -> str:
         await store.open()

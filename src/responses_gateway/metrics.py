@@ -62,6 +62,17 @@ upstream_latency = Histogram("responses_gateway_upstream_latency_seconds",
                              ["route"], buckets=LATENCY)
 store_latency = Histogram("responses_gateway_store_latency_seconds",
                           "Time to save one finished response (successful saves).", buckets=STORE)
+# Per store write (a save, a queued background response, an event-log flush...): the time it waited before
+# its transaction could start — SQLite's write lock, held by another process; a pooled connection on
+# PostgreSQL. And the writes that waited at all, by how: `host` queued on the host's writer lock (woken the
+# moment it is released), `busy` slept in SQLite's busy handler, `pool` waited for a PostgreSQL connection.
+LOCK_WAIT = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 10.0)
+store_lock_wait = Histogram("responses_gateway_store_lock_wait_seconds",
+                            "Time each store write waited for the database's write lock (SQLite) or a pooled "
+                            "connection (PostgreSQL) before its transaction started.", buckets=LOCK_WAIT)
+store_lock_waits = Counter("responses_gateway_store_lock_waits",
+                           "Store writes that found the write lock held (or no pooled connection free), by how "
+                           "they waited: host, busy (SQLite's busy handler, which sleeps), pool.", ["how"])
 tokens = Counter("responses_gateway_tokens", "Tokens used, from each response's final usage, by direction "
                  "(input, output), model and route.", ["direction", "model", "route"])
 in_flight = Gauge("responses_gateway_responses_in_flight", "Responses being generated now (streamed or not), "

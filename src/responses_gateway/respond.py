@@ -163,11 +163,12 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
     conversation = prepared.conversation
 
     async def on_final(final: dict[str, Any]) -> None:
-        if save and store is not None:
+        appended = conversation if store is not None and final["status"] in APPENDED else None
+        if save and store is not None:  # the response and its conversation's new items: one transaction
             with seen.storing():
-                await store.save(composer.stored(), items, owner)
-        if conversation is not None and store is not None and final["status"] in APPENDED:
-            await store.append_conversation(conversation, owner, items + composer.stored()["output"])
+                await store.save(composer.stored(), items, owner, conversation=appended)
+        elif appended is not None and store is not None:
+            await store.append_conversation(appended, owner, items + composer.stored()["output"])
         if then is not None:
             await then(final)
 

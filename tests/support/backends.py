@@ -13,6 +13,7 @@ fail when the environment variable CI is set.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import sqlite3
@@ -117,6 +118,26 @@ class Backend:
             return [tuple(row) for row in await conn.fetch(_pg_sql(sql), *args)]
         finally:
             await conn.close()
+
+    @contextlib.contextmanager
+    def refusing(self, table: str) -> Iterator[None]:
+        """Inserts into `table` fail inside the database while in the block (a trigger raises): a real write
+        failure, at the point of the database the test chooses."""
+        if self.name == "sqlite":
+            self.query(f"CREATE TRIGGER rg_test_refuse BEFORE INSERT ON {table} "
+                       f"BEGIN SELECT RAISE(ABORT, '{table} refused'); END")
+            undo = ["DROP TRIGGER rg_test_refuse"]
+        else:
+            self.query("CREATE FUNCTION rg_test_refuse() RETURNS trigger AS $$ BEGIN "
+                       f"RAISE EXCEPTION '{table} refused'; END $$ LANGUAGE plpgsql")
+            self.query(f"CREATE TRIGGER rg_test_refuse BEFORE INSERT ON {table} "
+                       "FOR EACH ROW EXECUTE FUNCTION rg_test_refuse()")
+            undo = [f"DROP TRIGGER rg_test_refuse ON {table}", "DROP FUNCTION rg_test_refuse()"]
+        try:
+            yield
+        finally:
+            for sql in undo:
+                self.query(sql)
 
     def tables_exist(self) -> bool:
         if self.name == "sqlite":

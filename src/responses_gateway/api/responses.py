@@ -133,8 +133,22 @@ async def create_response(request: Request) -> Response | EventStreamResponse:
         return Response(status_code=499)  # nobody reads it; the upstream call was closed
     final = started.final
     if final["status"] == "failed":
-        return failed_response(final, stored=services.store is not None and req.store is not False, events=last)
+        kept = req.store is not False and await is_stored(services, final["id"], owner(request))
+        return failed_response(final, stored=kept, events=last)
     return Response(orjson.dumps(final), media_type="application/json")
+
+
+async def is_stored(services: Services, response_id: str, owner: str) -> bool:
+    """Whether GET /v1/responses/{id} finds the response now: a failed response whose write failed too is not
+    there, and the store is asked rather than assumed. Bounded like /health: the database that just
+    refused a write may not answer at all."""
+    if services.store is None:
+        return False
+    try:
+        found = await asyncio.wait_for(services.store.get(response_id, owner), services.settings.health_db_timeout)
+    except Exception:
+        return False
+    return found is not None
 
 
 async def open_stream(services: Services, req: CreateResponse, who: str) -> EventStreamResponse:
@@ -223,14 +237,14 @@ def _retrieve(future: asyncio.Future[Started]) -> None:
 
 def failed_response(final: dict[str, Any], *, stored: bool, events: list[dict[str, Any]]) -> Response:
     """A non-streamed response that failed: a 502 whose message (and `x-response-id` header) names the
-    response, so the client can find the failed response that was stored (GET /v1/responses/{id}). Its code
-    is the precise one of the `error` event among the last `events` (e.g. `upstream_idle_timeout`), as a
-    stream would carry; `response.error.code` keeps to OpenAI's closed set (`server_error`)."""
+    response and says whether it was stored (the caller asked the store), so the client knows whether
+    GET /v1/responses/{id} finds it. Its code is the precise one of the `error` event among the last
+    `events` (e.g. `upstream_idle_timeout`), as a stream would carry; `response.error.code` keeps to OpenAI's
+    closed set (`server_error`)."""
     error = final["error"] or {}
     rid = final["id"]
     code = next((e["code"] for e in events if e["type"] == "error"), error.get("code"))
-    kept = stored and code != "storage_error"
-    note = f"response {rid} was stored with status failed" if kept else f"response {rid}"
+    note = f"response {rid} was stored with status failed" if stored else f"response {rid} was not stored"
     message = f"{error.get('message') or 'The response failed.'} ({note})"
     return error_response(502, {"error": {"message": message, "type": "server_error", "param": None,
                                           "code": code}}, headers={"x-response-id": rid})

@@ -29,6 +29,12 @@ class Engine(Protocol):
 
     label: str  # where the rows live, for logs (never a password)
 
+    @property
+    def batch_seconds(self) -> float:
+        """How long one transaction of a bulk job (a purge's batch) may hold the database: short where a
+        write holds every other writer (SQLite), far inside the statement deadline where not (PostgreSQL)."""
+        ...
+
     async def connect(self) -> None: ...
 
     async def close(self) -> None: ...
@@ -54,3 +60,19 @@ class Queries:
 
     engine: Engine
     retention: int  # seconds a response is kept (whole seconds, at least 2)
+
+
+def merged(writes: list[Statements]) -> Statements:
+    """The statements of many writes as few: writes of the same shape (the same SQL, in the same order) run
+    each statement once with all their rows, in the order the shapes first appear. A write's own statements
+    keep their order; writes of different shapes are independent (none reads what another writes)."""
+    shapes: dict[tuple[str, ...], list[Statements]] = {}
+    for statements in writes:
+        shapes.setdefault(tuple(sql for sql, _ in statements), []).append(statements)
+    out: Statements = []
+    for shape, same in shapes.items():
+        for k, sql in enumerate(shape):
+            rows = [row for statements in same for row in statements[k][1]]
+            if rows:
+                out.append((sql, rows))
+    return out

@@ -16,14 +16,18 @@ import orjson
 
 from .. import offload
 from .base import Page, Queries, Row
+from .conversations import append_statements
 from .schema import ACTIVE, INPUT, OUTPUT
 
 
 class Responses(Protocol):
     """What the request path needs to keep responses and resolve history from them."""
 
-    async def save(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str) -> None:
-        """Persist a finished response and the input items it was given (ids already assigned)."""
+    async def save(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str,
+                   conversation: str | None = None) -> None:
+        """Persist a finished response and the input items it was given (ids already assigned); with
+        `conversation`, append those items and the response's output to it in the same transaction, so that
+        the response is kept if and only if its conversation has its items."""
         ...
 
     async def get(self, response_id: str, owner: str) -> dict[str, Any] | None: ...
@@ -66,10 +70,13 @@ def item_rows(rid: str, owner: str, inputs: list[dict[str, Any]],
 
 
 class ResponseQueries(Queries):
-    async def save(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str) -> None:
+    async def save(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str,
+                   conversation: str | None = None) -> None:
         created = int(response.get("created_at") or time.time())
         rid = response["id"]
-        rows = await offload.run(item_rows, rid, owner, input_items, response.get("output") or ())
+        output = response.get("output") or []
+        rows = await offload.run(item_rows, rid, owner, input_items, output)
+        appended = append_statements(conversation, owner, input_items + output) if conversation else []
         await self.engine.write([
             # A background response's row exists since it was queued: the final state replaces it, unless
             # another replica already declared it failed (its lease had expired).
@@ -79,6 +86,7 @@ class ResponseQueries(Queries):
              [(rid, owner, response.get("previous_response_id"), created, created + self.retention,
                orjson.dumps(response).decode(), response.get("status"))]),
             ("INSERT INTO items (response_id, part, position, id, owner, body) VALUES (?, ?, ?, ?, ?, ?)", rows),
+            *appended,
         ])
 
     async def _head(self, response_id: str, owner: str) -> Row | None:

@@ -87,4 +87,4 @@ def open_store(url: str | None, retention_days: float = 30.0, timeout: float = D
         path = Path(parsed.path if parsed.netloc == "" else parsed.netloc + parsed.path)
     else:
         path = Path(url) if url else default_sqlite_path()
-    return SQLStore(SQLite(path), retention_days)
+    return SQLStore(SQLite(path, timeout), retention_days)

@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 import pytest
 
 from responses_gateway.store import SQLStore, open_store
@@ -62,3 +63,17 @@ def message(mid: str, text: str, role: str = "assistant") -> dict[str, Any]:
 def ids(items: list[dict[str, Any]] | None) -> list[str]:
     assert items is not None
     return [item["id"] for item in items]
+
+
+async def expired_backlog(store: SQLStore, n: int, prefix: str = "resp_old") -> None:
+    """`n` expired responses (two items and an event log run each), written straight into the tables."""
+    body = orjson.dumps(response("resp_x")).decode()
+    ids = [f"{prefix}_{i}" for i in range(n)]
+    await store.engine.write([
+        ("INSERT INTO responses (id, owner, previous_response_id, created_at, expires_at, deleted, body, status) "
+         "VALUES (?, '', NULL, 1, ?, 0, ?, 'completed')", [(rid, 1 + i % 1000, body) for i, rid in enumerate(ids)]),
+        ("INSERT INTO items (response_id, part, position, id, owner, body) VALUES (?, ?, 0, ?, '', ?)",
+         [(rid, part, f"item_{rid}_{part}", body) for rid in ids for part in (0, 1)]),
+        ("INSERT INTO response_events (response_id, seq, last_seq, created_at, frames) VALUES (?, 0, 3, ?, 'f')",
+         [(rid, int(time.time())) for rid in ids]),
+    ])

@@ -121,3 +121,14 @@ async def test_a_tiny_retention_never_expires_a_response_on_arrival(db_url):
         assert await store.get("resp_tiny", "") is not None
     finally:
         await store.close()
+
+
+async def test_a_save_in_a_conversation_appends_its_items_in_the_same_transaction(store):
+    await store.create_conversation({"id": "conv_a", "created_at": 1, "metadata": {}}, [message("c0", "x")], "")
+    await store.save(response("resp_1"), [message("in_1", "one", "user")], "", conversation="conv_a")
+    assert ids(await store.conversation_history("conv_a", "")) == ["c0", "in_1", "msg_resp_1"]
+    with pytest.raises(Exception):  # noqa: B017 - a duplicate id: the whole save fails ...
+        await store.save(response("resp_1"), [message("in_2", "two", "user")], "", conversation="conv_a")
+    assert ids(await store.conversation_history("conv_a", "")) == ["c0", "in_1", "msg_resp_1"]  # ... append too
+    await store.save(response("resp_other"), [], "bob", conversation="conv_a")  # not bob's: nothing appended
+    assert ids(await store.conversation_history("conv_a", "")) == ["c0", "in_1", "msg_resp_1"]

@@ -40,8 +40,7 @@ async def test_reown_moves_every_owned_row_to_the_new_owner(store):
 
 async def test_upgrade_is_idempotent_and_safe_when_replicas_start_together(db_url):
     stores = [open_store(db_url) for _ in range(3)]
-    for s in stores:
-        await s.open()
+    await asyncio.gather(*[s.open() for s in stores])  # a new file: each switches it to WAL at once
     try:
         versions = await asyncio.gather(*[s.upgrade() for s in stores])
         assert versions == [len(MIGRATIONS)] * 3
