@@ -3,7 +3,7 @@ span for the upstream step and one for the store write; an upstream that refuses
 MCP tool listings and calls (a real MCP server on loopback) are children of the response's span."""
 
 import contextlib
-from concurrent.futures import ThreadPoolExecutor
+import time
 
 import pytest
 
@@ -250,10 +250,13 @@ def test_each_worker_exports_its_own_spans_and_flushes_them_at_shutdown(upstream
                 assert r.status_code == 200, r.text
                 return r.json()["id"]
 
-            # concurrent connections: the two workers accept from one socket, and a busy one leaves some
-            # to the other
-            with ThreadPoolExecutor(8) as pool:
-                made = list(pool.map(one, range(24)))
+            # one connection at a time, a moment apart: both workers wait on the one socket and race for each
+            # (requests sent at once are all taken by whichever worker wakes first: asyncio accepts every
+            # connection queued at a wake-up)
+            made = []
+            for i in range(24):
+                made.append(one(i))
+                time.sleep(0.02)
             assert received == []  # still batched in the workers
         finally:
             logs = stop(proc)
