@@ -193,55 +193,51 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
     """`upstream`: serve every model from this adapter (tests); `router`: an already built router."""
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        live = router or make_router(settings, upstream)
-        store = make_store(settings)
-        purger = jobs = sweeper = None
-        if store is not None:
-            await store.open()
-            await store.upgrade()
-            purger = asyncio.create_task(purge_forever(store, event_retention=settings.event_retention_hours * 3600))
-            sweeper = asyncio.create_task(sweep_files_forever(store))  # files (api/files.py)
-            jobs = make_background(settings, store)
-            await jobs.open()
-        owners = await start_owners(keys, settings.owner_secret, store)
-        web_search = make_web_search(settings)  # None: the web_search tool is unavailable
-        file_search = make_file_search(settings, store)  # file_search (docs/file-search.md)
-        # code_interpreter: containers of this process, the sandbox tried once (tools/code_interpreter/service.py)
-        interpreter, interpreter_problem = await code_interpreter.start(settings, store)
-        app.state.services = services = Services(
-            settings, live, door, store, jobs, owners, web_search=web_search, file_search=file_search,
-            code_interpreter=interpreter, code_interpreter_problem=interpreter_problem)
-        services.toolbox = Toolbox.for_services(services)  # the gateway-run tools this deployment can run
-        if interpreter_problem is not None:
-            services.toolbox = code_interpreter.refusing(services.toolbox, interpreter_problem)
-        if shared is not None:
-            await shared.open()
-        if shared is not None and keys and store is None and not settings.owner_secret:
-            log.warning("per-key limits in Redis need the same owner secret in every process: without a "
-                        "database, set --owner-secret, or each process limits its keys apart")
-        on_sigterm(settings.drain_timeout)
-        try:
-            yield
-        finally:
-            if jobs is not None:
-                await jobs.drain(settings.drain_timeout)
-                await jobs.close()
-            if interpreter is not None:
-                await interpreter.close()
-            if purger is not None:
-                purger.cancel()
-            if sweeper is not None:
-                sweeper.cancel()
-            if file_search is not None:
-                await file_search.close()
-            await live.close()
-            if web_search is not None:
-                await web_search.aclose()
-            if shared is not None:
-                await shared.close()
+        # Each resource's closing is registered the moment it exists, so they close in the reverse order of their
+        # opening, and one that failed to open leaves the others closed.
+        async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(asyncio.to_thread, tracing.flush)  # spans still batched go out last
+            live = router or make_router(settings, upstream)
+            stack.push_async_callback(live.close)
+            store = make_store(settings)
+            jobs = None
             if store is not None:
-                await store.close()
-            await asyncio.to_thread(tracing.flush)  # spans still batched go out before the process ends
+                await store.open()
+                stack.push_async_callback(store.close)
+                await store.upgrade()
+                stack.callback(asyncio.create_task(
+                    purge_forever(store, event_retention=settings.event_retention_hours * 3600)).cancel)
+                stack.callback(asyncio.create_task(sweep_files_forever(store)).cancel)  # files (api/files.py)
+            if shared is not None:
+                stack.push_async_callback(shared.close)
+                await shared.open()
+            owners = await start_owners(keys, settings.owner_secret, store)
+            web_search = make_web_search(settings)  # None: the web_search tool is unavailable
+            if web_search is not None:
+                stack.push_async_callback(web_search.aclose)
+            file_search = make_file_search(settings, store)  # file_search (docs/file-search.md)
+            if file_search is not None:
+                stack.push_async_callback(file_search.close)
+            # code_interpreter: containers of this process, the sandbox tried once (tools/code_interpreter/service.py)
+            interpreter, interpreter_problem = await code_interpreter.start(settings, store)
+            if interpreter is not None:
+                stack.push_async_callback(interpreter.close)
+            if store is not None:
+                jobs = make_background(settings, store)
+                stack.push_async_callback(jobs.close)
+                await jobs.open()
+                stack.push_async_callback(jobs.drain, settings.drain_timeout)  # first: running jobs end properly
+            app.state.services = services = Services(
+                settings, live, door, store, jobs, owners, web_search=web_search, file_search=file_search,
+                code_interpreter=interpreter, code_interpreter_problem=interpreter_problem)
+            services.toolbox = Toolbox.for_services(services)  # the gateway-run tools this deployment can run
+            if interpreter_problem is not None:
+                services.toolbox = code_interpreter.refusing(services.toolbox, interpreter_problem)
+            if shared is not None and keys and store is None and not settings.owner_secret:
+                log.warning("per-key limits in Redis need the same owner secret in every process: without a "
+                            "database, set --owner-secret, or each process limits its keys apart")
+            on_sigterm(settings.drain_timeout)
+            yield
 
     app = Gateway(
         routes=[
