@@ -105,3 +105,16 @@ def test_a_non_streamed_response_reports_its_own_deadline(gateway_with, upstream
     upstream.enqueue(Stream(text_stream(["t"] * 60), delay=0.2))
     r = http.post("/v1/responses", json={"model": "m", "input": "x"})
     assert r.status_code == 502 and r.json()["error"]["code"] == "upstream_total_timeout", r.json()
+
+
+def test_compact_reports_its_own_deadline(gateway_with, upstream):
+    """`/v1/responses/compact` failing on a deadline answers with the deadline's own code, as a non-streamed
+    response does, not the closed-set `server_error` of the response object."""
+    http = gateway_with(upstream_read_timeout=1.0, upstream_total_timeout=30.0)
+    frames = text_stream(["Sum", "mary"])
+    upstream.enqueue(Stream(frames[:2] + [Sleep(30)] + frames[2:]))
+    r = http.post("/v1/responses/compact", json={"model": "m", "input": "hello"})
+    assert r.status_code == 502
+    error = r.json()["error"]
+    assert error["code"] == "upstream_idle_timeout" and "idle timeout" in error["message"], error
+    assert error["type"] == "server_error"

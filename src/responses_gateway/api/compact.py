@@ -7,6 +7,8 @@ before the answer closes the upstream request, as for any non-streamed response.
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
@@ -26,15 +28,17 @@ async def compact_response(request: Request) -> Response:
     try:
         async with cancelled_if_client_leaves(request):
             started = await start(of(request.app), req, owner(request))
-            async for _ in started.batches:
-                pass
+            last: list[dict[str, Any]] = []
+            async for batch in started.batches:
+                last = batch  # the terminal batch, with the `error` event of a failure
     except ClientGone:
         return Response(status_code=499)  # nobody reads it; the upstream call was closed
     final = started.final
-    if final["status"] != "completed":
+    if final["status"] != "completed":  # the precise code of the `error` event (e.g. upstream_idle_timeout)
         error = final["error"] or {}
+        code = next((e["code"] for e in last if e["type"] == "error"), error.get("code"))
         return error_response(502, {"error": {"message": error.get("message"), "type": "server_error",
-                                              "param": None, "code": error.get("code")}})
+                                              "param": None, "code": code}})
     body = {"id": final["id"], "object": "response.compaction", "created_at": final["created_at"],
             "output": [*with_ids(kept_messages(started.history)), *final["output"]], "usage": final["usage"]}
     return Response(orjson.dumps(body), media_type="application/json")
