@@ -361,3 +361,40 @@ def test_a_background_response_runs_code(client, upstream):
         time.sleep(0.1)
         response = client.responses.retrieve(response.id, include=OUTPUTS)
     assert response.status == "completed" and logs(call_of(response)) == "45"
+
+
+def test_a_websocket_turn_runs_code_and_keeps_the_container(ci_gateway, upstream):
+    """WebSocket mode runs the same tool loop as HTTP: the call's events and outputs arrive as frames, and a
+    second turn chained on the connection reuses the first turn's container (its state is still there)."""
+    from websockets.sync.client import connect
+
+    url = ci_gateway.url.replace("http://", "ws://", 1) + "/v1/responses"
+
+    def turn(ws, **body) -> list[dict]:
+        ws.send(json.dumps({"type": "response.create", "model": "m", "tools": [AUTO], "include": OUTPUTS, **body}))
+        events = []
+        while True:
+            event = json.loads(ws.recv(timeout=60))
+            events.append(event)
+            if event["type"] in ("response.completed", "response.failed", "response.incomplete", "error"):
+                return events
+
+    with connect(url) as ws:
+        upstream.enqueue(code_call("x = 41\nprint(x + 1)"), answer("It printed 42."))
+        first = turn(ws, input="Run it.")
+        assert first[-1]["type"] == "response.completed", first[-1]
+        sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in first) + "data: [DONE]\n\n"
+        check_stream(sse)
+        types = [e["type"] for e in first]
+        assert "response.code_interpreter_call.interpreting" in types
+        assert "response.code_interpreter_call.completed" in types
+        call = next(i for i in first[-1]["response"]["output"] if i["type"] == "code_interpreter_call")
+        assert call["status"] == "completed" and call["outputs"] == [{"type": "logs", "logs": "42\n"}]
+
+        upstream.enqueue(code_call("print(x * 2)"), answer("82."))
+        second = turn(ws, input="Again.", previous_response_id=first[-1]["response"]["id"],
+                      tools=[{"type": "code_interpreter", "container": call["container_id"]}])
+        assert second[-1]["type"] == "response.completed", second[-1]
+        again = next(i for i in second[-1]["response"]["output"] if i["type"] == "code_interpreter_call")
+        assert again["container_id"] == call["container_id"]
+        assert again["outputs"] == [{"type": "logs", "logs": "82\n"}]
