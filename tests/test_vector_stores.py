@@ -17,6 +17,7 @@ from openai.types.vector_stores import VectorStoreFile, VectorStoreFileBatch
 
 from tests.support import backends
 from tests.support.fake_chat import EMBEDDING_MODEL, Json, error_json
+from tests.support.pdfs import pdf_bytes, slow_pdf
 
 pg_database = backends.pg_database
 backend = backends.backend
@@ -190,32 +191,8 @@ def test_a_bad_embeddings_answer_fails_the_file_and_nothing_else(start_gateway, 
     assert [r.filename for r in client.vector_stores.search(vs.id, query="alpha").data] == ["a.txt"]
 
 
-def pdf_bytes(pages: list[str], encrypt: bool = False) -> bytes:
-    """A real PDF made with pypdf: one page per text (empty strings make pages without text)."""
-    from pypdf import PdfWriter
-    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
-
-    writer = PdfWriter()
-    for text in pages:
-        page = writer.add_blank_page(width=612, height=792)
-        font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-                                 NameObject("/BaseFont"): NameObject("/Helvetica")})
-        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject(
-            {NameObject("/F1"): writer._add_object(font)})})
-        stream = DecodedStreamObject()
-        if text:
-            escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-            stream.set_data(f"BT /F1 12 Tf 72 720 Td ({escaped}) Tj ET".encode())
-        page[NameObject("/Contents")] = writer._add_object(stream)
-    if encrypt:
-        writer.encrypt("secret")
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
 def test_files_that_cannot_be_read_fail_with_last_error(start_gateway, upstream, backend):
-    gw = start_gateway(max_pdf_pages=20)
+    gw = start_gateway(max_pdf_pages=20, pdf_timeout=1.0)
     client = sdk(gw)
     vs = client.vector_stores.create(name="x")
     zipped = io.BytesIO()
@@ -228,6 +205,7 @@ def test_files_that_cannot_be_read_fail_with_last_error(start_gateway, upstream,
         "scan.pdf": (pdf_bytes(["", ""]), "invalid_file"),
         "long.pdf": (pdf_bytes(["page"] * 25), "invalid_file"),
         "broken.pdf": (b"%PDF-1.7\n" + b"garbage" * 100, "invalid_file"),
+        "slow.pdf": (slow_pdf(), "invalid_file"),  # 9 KB, 10 s of pypdf's CPU: killed at --pdf-timeout
         "empty.txt": (b"   \n\n", "invalid_file"),
     }
     for name, (data, code) in cases.items():
@@ -236,6 +214,7 @@ def test_files_that_cannot_be_read_fail_with_last_error(start_gateway, upstream,
     scan = client.vector_stores.files.list(vector_store_id=vs.id, filter="failed").data
     assert len(scan) == len(cases)
     assert any("no text" in f.last_error.message for f in scan)
+    assert any("--pdf-timeout" in f.last_error.message for f in scan)
     ok = client.vector_stores.files.upload_and_poll(vector_store_id=vs.id,
                                                     file=("report.pdf", pdf_bytes(["Quarterly revenue grew 12 percent",
                                                                                    "Costs fell"])))

@@ -43,6 +43,8 @@ FILE_SEARCH_FLAGS = (
     ("--ingest-workers", int, "files ingested at once per process"),
     ("--max-pdf-pages", int, "pages read from one PDF (more: the file fails)"),
     ("--max-extracted-chars", int, "characters of text one file may yield (more: the file fails)"),
+    ("--pdf-timeout", float, "seconds one PDF's reader, a child process, may run (then it is killed; the file fails)"),
+    ("--pdf-max-memory-mb", int, "MiB of memory one PDF's reader may use (more: the file fails)"),
     ("--file-search-timeout", float, "seconds one file_search call may take"),
 )
 

@@ -148,6 +148,8 @@ class Settings:
     ingest_workers: int = 2
     max_pdf_pages: int = 2000
     max_extracted_chars: int = 64 * 1024 * 1024
+    pdf_timeout: float = 60.0  # seconds one PDF's reader (a child process) may run
+    pdf_max_memory_mb: int = 1024  # its address space
     file_search_timeout: float = 30.0
 
     def mcp_hosts(self) -> list[str]:
@@ -283,6 +285,8 @@ ENV = {
     "ingest_workers": "RG_INGEST_WORKERS",
     "max_pdf_pages": "RG_MAX_PDF_PAGES",
     "max_extracted_chars": "RG_MAX_EXTRACTED_CHARS",
+    "pdf_timeout": "RG_PDF_TIMEOUT",
+    "pdf_max_memory_mb": "RG_PDF_MAX_MEMORY_MB",
     "file_search_timeout": "RG_FILE_SEARCH_TIMEOUT",
 }
 
@@ -327,7 +331,8 @@ def check(settings: Settings) -> Settings:
         raise ValueError(f"a compaction key must be at least {MIN_COMPACTION_KEY} characters, e.g. "
                          "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
     for name in ("lease_timeout", "background_poll", "drain_timeout", "max_file_bytes", "embeddings_batch",
-                 "embeddings_timeout", "ingest_workers", "max_pdf_pages", "max_extracted_chars", "file_search_timeout",
+                 "embeddings_timeout", "ingest_workers", "max_pdf_pages", "max_extracted_chars", "pdf_timeout",
+                 "pdf_max_memory_mb", "file_search_timeout",
                  "max_header_bytes", "max_headers"):
         if getattr(settings, name) <= 0:
             raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")

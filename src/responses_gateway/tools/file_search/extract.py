@@ -1,6 +1,7 @@
 """A file's text, for chunking: plain text, Markdown, source code, JSON, CSV, HTML and PDF.
 
-Runs in a worker thread (ingest.py), never on the event loop, and is bounded: a PDF is read page by page up to
+Runs in a worker thread (ingest.py), never on the event loop, and is bounded: a PDF is read in a child process
+(pdf.py) with a deadline (`--pdf-timeout`) and a memory cap (`--pdf-max-memory-mb`), page by page up to
 `--max-pdf-pages` (a longer one fails at once, before its pages are parsed), pypdf's own decompression limits
 hold against compression bombs, and no file may yield more than `--max-extracted-chars` characters. What
 cannot be read is an `ExtractError` whose code is the vector store file's `last_error.code`:
@@ -29,6 +30,8 @@ SNIFF_BYTES = 8192
 class Limits:
     max_chars: int
     max_pdf_pages: int
+    pdf_seconds: float = 60.0  # a PDF's reader is killed past this (wall clock; its CPU is capped the same)
+    pdf_memory: int = 1024 << 20  # bytes of address space a PDF's reader may use
 
 
 class ExtractError(Exception):
@@ -50,7 +53,9 @@ def extract(data: bytes, filename: str, limits: Limits) -> str:
         raise ExtractError("invalid_file", f"The file has more than {limits.max_chars} characters of text "
                                            "(--max-extracted-chars).")
     if is_pdf:
-        text = pdf_text(data, limits)
+        from .pdf import pdf_text_isolated  # (pdf.py imports this module)
+
+        text = pdf_text_isolated(data, limits)
     elif ext in HTML_EXTENSIONS:
         text = html_text(decode(data, filename), limits)
     elif ext in TEXT_EXTENSIONS or looks_like_text(data):
@@ -144,7 +149,7 @@ def html_text(source: str, limits: Limits) -> str:
 
 
 def pdf_text(data: bytes, limits: Limits) -> str:
-    """The text of each page, pages separated by a blank line."""
+    """The text of each page, pages separated by a blank line. Run by the child process of pdf.py only."""
     import pypdf
     from pypdf.errors import PdfReadError, PyPdfError
 

@@ -45,7 +45,8 @@ class FileSearch:
         self.searcher = Searcher(store, self.embedder, self.vectors)
         self.ingestor = Ingestor(store, self.embedder, IngestSettings(
             settings.ingest_workers, settings.lease_timeout,
-            Limits(settings.max_extracted_chars, settings.max_pdf_pages)))
+            Limits(settings.max_extracted_chars, settings.max_pdf_pages, settings.pdf_timeout,
+                   settings.pdf_max_memory_mb << 20)))
 
     @property
     def embedding_model(self) -> str | None:

@@ -3,7 +3,7 @@
 import pytest
 
 from responses_gateway.tools.file_search.extract import ExtractError, Limits, extract, html_text, readable
-from tests.test_vector_stores import pdf_bytes
+from tests.support.pdfs import pdf_bytes
 
 LIMITS = Limits(max_chars=10_000, max_pdf_pages=5)
 
