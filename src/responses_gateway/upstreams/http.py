@@ -319,9 +319,9 @@ class BodyStream:
         else:
             self.resp.close()
 
-    async def _events(self) -> AsyncGenerator[Batch, None]:
+    def _events(self) -> AsyncGenerator[Batch, None]:
+        """The stream's batches: an async generator (the pipeline iterates it directly)."""
         raise NotImplementedError
-        yield  # (an async generator)
 
     async def read_whole(self) -> bytes:
         """The body of a server that ignored `stream: true` and answered with one JSON object."""
@@ -336,13 +336,16 @@ class BodyStream:
         self._complete = True
         return raw
 
-    async def read_sse(self, parser: FrameParser) -> AsyncGenerator[Batch, None]:
+    async def read_sse(self, parser: FrameParser, end: Callable[[], Batch] | None = None
+                       ) -> AsyncGenerator[Batch, None]:
         """Batches from an SSE body: `parser.frames(frames) -> batch`. A parser error is raised once the
-        events before it were delivered; the body read to its end marks the stream complete.
+        events before it were delivered; the body read to its end marks the stream complete, and then
+        `end()` gives a last batch or raises what the stream lacked (a stream cut before its finish).
 
-        The body is read here, not through `chunks()`: a token's bytes go from the connection's buffer
-        through the decoder and the parser to the batch in one resumption of this generator (the deadlines
-        and the late reader's bytes behave as in `chunks()`)."""
+        The body is read here, not through `chunks()`, and an adapter's `_events` returns this generator
+        itself rather than wrapping it: a token's bytes go from the connection's buffer through the decoder
+        and the parser to the pipeline in one resumption of one generator (the deadlines and the late
+        reader's bytes behave as in `chunks()`)."""
         decoder = SSEDecoder()
         feed, frames = decoder.feed, parser.frames
         resp = self.resp
@@ -379,3 +382,7 @@ class BodyStream:
             if self._watch is not None:
                 self._watch.cancel()
                 self._watch = None
+        if end is not None:
+            batch = end()
+            if batch:
+                yield batch
