@@ -89,8 +89,9 @@ class Connection(asyncio.Protocol):
         self.status = 0
         self.headers: dict[str, str] = {}
         self.head: asyncio.Future[None] = self.loop.create_future()
-        self.buffer: list[bytes] = []  # body bytes not taken yet
-        self.size = 0
+        self.pending = b""  # body bytes not taken yet: the first piece, as it came (no copy)
+        self.more: list[bytes] = []  # the pieces after it, when several came before a take (a slow reader)
+        self.size = 0  # bytes in `more`
         self.done = False  # the body ended (the answer is whole)
         self.keep_alive = False
         self.error: BaseException | None = None  # raised once the buffer is empty
@@ -160,11 +161,14 @@ class Connection(asyncio.Protocol):
             body = self.decoder.decompress(body)
             if not body:
                 return
-        self.buffer.append(body)
-        self.size += len(body)
-        if self.size > HIGH_WATER and not self.paused and self.transport is not None:
-            self.paused = True
-            self.transport.pause_reading()
+        if not self.pending:
+            self.pending = body
+        else:
+            self.more.append(body)
+            self.size += len(body)
+            if self.size > HIGH_WATER and not self.paused and self.transport is not None:
+                self.paused = True
+                self.transport.pause_reading()
         waiter = self.waiter
         if waiter is not None:
             self.waiter = None
@@ -183,7 +187,10 @@ class Connection(asyncio.Protocol):
         if self.decoder is not None:
             rest = self.decoder.flush()
             if rest:
-                self.buffer.append(rest)
+                if self.pending:
+                    self.more.append(rest)
+                else:
+                    self.pending = rest
         self.done = True
         self.wake()
 
@@ -256,15 +263,17 @@ class Response:
         conn = self._conn
         if conn is None:
             raise ConnectionLost("the answer was closed")
-        buffer = conn.buffer
-        if buffer:
-            data = buffer[0] if len(buffer) == 1 else b"".join(buffer)
-            buffer.clear()
-            conn.size = 0
-            if conn.paused:
-                conn.paused = False
-                if conn.transport is not None:
-                    conn.transport.resume_reading()
+        data = conn.pending
+        if data:
+            conn.pending = b""
+            if conn.more:
+                data = b"".join([data, *conn.more])
+                conn.more.clear()
+                conn.size = 0
+                if conn.paused:
+                    conn.paused = False
+                    if conn.transport is not None:
+                        conn.transport.resume_reading()
             return data
         if conn.error is not None:
             raise conn.error
@@ -275,8 +284,12 @@ class Response:
     def wait(self) -> asyncio.Future[None]:
         """A future that is done when `take` has something to say (bytes, the end, or a failure)."""
         conn = self._conn
-        future = asyncio.get_running_loop().create_future()
-        if conn is None or conn.buffer or conn.done or conn.error is not None:
+        if conn is None:
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            future.set_result(None)
+            return future
+        future = conn.loop.create_future()
+        if conn.pending or conn.done or conn.error is not None:
             future.set_result(None)
         else:
             conn.waiter = future
@@ -287,7 +300,8 @@ class Response:
         connection is closed (nothing more is read from it)."""
         conn = self._conn
         if conn is not None:
-            conn.buffer.clear()
+            conn.pending = b""
+            conn.more.clear()
             conn.error = exc
             conn.keep_alive = False
             conn.wake()
@@ -311,7 +325,7 @@ class Response:
         conn, self._conn = self._conn, None
         if conn is None:
             return
-        if conn.done and conn.keep_alive and not conn.buffer and conn.error is None:
+        if conn.done and conn.keep_alive and not conn.pending and conn.error is None:
             conn.pool.put(conn)
         else:
             conn.pool.discard(conn)
@@ -434,6 +448,8 @@ class Client:
         self.connect_timeout = connect_timeout
         self.ssl_context = ssl_context
         self.pools: dict[tuple[str, str, int], Pool] = {}
+        self.targets: dict[str, tuple[Pool, bytes]] = {}  # URL -> its pool, request line and Host line
+        self._rendered: tuple[dict[str, str], bytes] | None = None  # the last headers and their lines
 
     def pool(self, scheme: str, host: str, port: int) -> Pool:
         key = (scheme, host, port)
@@ -445,15 +461,15 @@ class Client:
     async def post(self, url: str, headers: dict[str, str], body: bytes | io.BytesIO) -> Response:
         """Raises `ConnectTimeout`, the connect's `OSError` (refused, host not found, TLS), `ConnectionLost`
         or `BadResponse`; the caller's own deadline cancels it."""
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        if scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
-        port = parts.port or (443 if scheme == "https" else 80)
-        pool = self.pool(scheme, parts.hostname, port)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        found = self.targets.get(url)
+        if found is None:
+            found = self._target(url)
+        pool, start = found
+        rendered = self._rendered
+        if rendered is None or rendered[0] != headers:  # (an upstream sends the same headers every time)
+            rendered = self._rendered = (dict(headers), _lines(headers))
         length = len(body) if isinstance(body, bytes) else len(body.getbuffer())
-        head = _head(target, pool.host_header, headers, length)
+        head = b"%sContent-Length: %d\r\n%s\r\n" % (start, length, rendered[1])
         conn = pool.acquire_idle()
         if conn is not None:
             try:
@@ -467,6 +483,22 @@ class Client:
         conn = await pool.connect()
         pool.busy.add(conn)
         return await self._exchange(url, conn, head, body)
+
+    def _target(self, url: str) -> tuple[Pool, bytes]:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        port = parts.port or (443 if scheme == "https" else 80)
+        pool = self.pool(scheme, parts.hostname, port)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        if any(c in target for c in " \r\n"):
+            raise ValueError(f"invalid request target {target!r}")
+        found = pool, f"POST {target} HTTP/1.1\r\nHost: {pool.host_header}\r\n".encode("latin-1")
+        if len(self.targets) >= 256:
+            self.targets.clear()
+        self.targets[url] = found
+        return found
 
     async def _exchange(self, url: str, conn: Connection, head: bytes, body: bytes | io.BytesIO) -> Response:
         try:
@@ -483,13 +515,13 @@ class Client:
         self.pools.clear()
 
 
-def _head(target: str, host: str, headers: dict[str, str], length: int) -> bytes:
-    lines = [f"POST {target} HTTP/1.1", f"Host: {host}", f"Content-Length: {length}",
-             "Accept-Encoding: gzip, deflate"]
+def _lines(headers: dict[str, str]) -> bytes:
+    """The header lines after the request line, Host and Content-Length, each ending in CRLF."""
+    lines = ["Accept-Encoding: gzip, deflate"]
     if not any(name.lower() == "user-agent" for name in headers):
         lines.append(USER_AGENT)
     for name, value in headers.items():
         if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
             raise ValueError(f"invalid header {name!r}")
         lines.append(f"{name}: {value}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return "".join(line + "\r\n" for line in lines).encode("latin-1")

@@ -462,3 +462,41 @@ def test_a_body_ended_by_a_deadline_stays_ended_when_more_bytes_come():
 
     server: Server
     run(main())
+
+
+def test_a_slow_reader_pauses_the_socket_and_gets_every_byte_in_order():
+    pieces = [bytes([65 + i % 26]) * 16384 for i in range(40)]  # 640 KiB: past the high-water mark
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await server.answer(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for piece in pieces:
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await reader.read()
+
+    async def main() -> None:
+        nonlocal server
+        async with Server(handler) as server:
+            client = http1.Client()
+            resp = await client.post(server.url(), {}, b"{}")
+            await asyncio.sleep(0.3)
+            conn = next(iter(next(iter(client.pools.values())).busy))
+            assert conn.paused  # not reading past the mark while nobody takes
+            assert await body_of(resp) == b"".join(pieces)
+            resp.release()
+            client.close()
+
+    server: Server
+    run(main())
+
+
+def test_headers_that_would_split_the_request_are_refused():
+    async def main() -> None:
+        client = http1.Client()
+        with pytest.raises(ValueError):
+            await client.post("http://127.0.0.1:9/v1", {"authorization": "Bearer k\r\nx: y"}, b"{}")
+        client.close()
+
+    run(main())
