@@ -500,3 +500,14 @@ def test_headers_that_would_split_the_request_are_refused():
         client.close()
 
     run(main())
+
+
+def test_a_host_name_not_found_is_named_so():
+    async def main() -> None:
+        client = http1.Client(connect_timeout=10)
+        with pytest.raises(OSError) as caught:
+            await client.post("http://no-such-host.invalid/v1/chat/completions", {}, b"{}")
+        assert causes.kind(caught.value) == "host name not found"
+        client.close()
+
+    run(main())
