@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import httptools
 
 IDLE_EXPIRY = 60.0  # seconds an idle pooled connection is kept
-MAX_IDLE = 64  # idle connections kept per origin
+MAX_IDLE = 256  # idle connections kept per origin (a burst of streams finishing together keeps them)
 HIGH_WATER = 1 << 18  # unread body bytes at which reading from the socket pauses (a slow reader)
 WRITE_PIECE = 1 << 16  # a large request body is written this much per loop turn
 USER_AGENT = "User-Agent: responses-gateway"
