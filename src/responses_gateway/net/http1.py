@@ -46,6 +46,10 @@ class BadResponse(ClientError):
     """The server's bytes are not an HTTP/1.1 answer (or not the encoding they say)."""
 
 
+class InvalidURL(ClientError, ValueError):
+    """Not an http(s) URL with a host (a route's base URL that cannot be called)."""
+
+
 class ConnectTimeout(ClientError, TimeoutError):
     """No connection (with its TLS handshake) within the connect timeout."""
 
@@ -488,12 +492,12 @@ class Client:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
+            raise InvalidURL(f"not an http(s) URL: {url!r}")
         port = parts.port or (443 if scheme == "https" else 80)
         pool = self.pool(scheme, parts.hostname, port)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         if any(c in target for c in " \r\n"):
-            raise ValueError(f"invalid request target {target!r}")
+            raise InvalidURL(f"invalid request target {target!r}")
         found = pool, f"POST {target} HTTP/1.1\r\nHost: {pool.host_header}\r\n".encode("latin-1")
         if len(self.targets) >= 256:
             self.targets.clear()

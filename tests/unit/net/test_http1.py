@@ -511,3 +511,14 @@ def test_a_host_name_not_found_is_named_so():
         client.close()
 
     run(main())
+
+
+def test_a_url_that_cannot_be_called_is_a_client_error():
+    async def main() -> None:
+        client = http1.Client()
+        for url in ("ftp://host/x", "http:///nohost", "http://h/a b"):
+            with pytest.raises(http1.InvalidURL):
+                await client.post(url, {}, b"{}")
+        client.close()
+
+    run(main())
