@@ -522,3 +522,26 @@ def test_a_url_that_cannot_be_called_is_a_client_error():
         client.close()
 
     run(main())
+
+
+def test_an_informational_answer_before_the_real_one_is_skipped():
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await server.answer(reader)
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 4\r\n\r\nok\n\n")
+        await reader.read()
+
+    async def main() -> None:
+        nonlocal server
+        async with Server(handler) as server:
+            client = http1.Client()
+            resp = await client.post(server.url(), {}, b"{}")
+            assert resp.status == 200 and resp.content_type == "text/event-stream"
+            assert await body_of(resp) == b"ok\n\n"
+            resp.release()
+            client.close()
+
+    server: Server
+    run(main())
