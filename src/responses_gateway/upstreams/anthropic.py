@@ -111,15 +111,19 @@ def _error_fields(raw: bytes) -> tuple[str | None, str]:
 
 
 class MessagesStream(BodyStream):
-    async def _events(self) -> AsyncGenerator[Batch, None]:
-        parser = EventParser(self.call)
+    def _events(self) -> AsyncGenerator[Batch, None]:
+        self.parser = EventParser(self.call)
         if self.resp.content_type == "application/json":  # a server that ignored `stream: true`
-            yield message_events(json_object(await self.read_whole(), "an event"), parser)
-            return
-        async for batch in self.read_sse(parser):
-            yield batch
-        if not parser.stopped:
+            return self._whole()
+        return self.read_sse(self.parser, self._ended)
+
+    async def _whole(self) -> AsyncGenerator[Batch, None]:
+        yield message_events(json_object(await self.read_whole(), "an event"), self.parser)
+
+    def _ended(self) -> Batch:
+        if not self.parser.stopped:
             raise UpstreamError("The upstream model server ended the stream before message_stop.")
+        return []
 
 
 class _Block:

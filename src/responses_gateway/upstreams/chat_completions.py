@@ -103,17 +103,22 @@ class ChatCompletionsUpstream(OpenAIShaped):
 
 
 class ChatStream(BodyStream):
-    async def _events(self) -> AsyncGenerator[Batch, None]:
+    def _events(self) -> AsyncGenerator[Batch, None]:
         if self.resp.content_type == "application/json":  # a server that ignored `stream: true`
-            yield completion_events(json_object(await self.read_whole(), "a chunk"), self.call)
-            return
-        parser = ChunkParser(self.call)
-        async for batch in self.read_sse(parser):
-            yield batch
+            return self._whole()
+        self.parser = ChunkParser(self.call)
+        return self.read_sse(self.parser, self._ended)
+
+    async def _whole(self) -> AsyncGenerator[Batch, None]:
+        yield completion_events(json_object(await self.read_whole(), "a chunk"), self.call)
+
+    def _ended(self) -> Batch:
+        parser = self.parser
         if not parser.done and parser.finish is None:
             raise UpstreamError("The upstream model server ended the stream before finishing.")
         if not parser.usage_seen:  # (servers that ignore stream_options.include_usage)
-            yield [self.call.estimated_usage(parser.produced, parser.reasoned)]
+            return [self.call.estimated_usage(parser.produced, parser.reasoned)]
+        return []
 
 
 class ChunkParser:

@@ -1,5 +1,8 @@
-"""What every HTTP upstream shares: one pooled aiohttp session per upstream, the request that opens a
-stream (failures before it become HTTP errors), and the stream object that releases the connection."""
+"""What every HTTP upstream shares: the pooled connections per upstream, the request that opens a stream
+(failures before it become HTTP errors), and the stream object that releases the connection.
+
+The streaming POST that opens a generation goes through the lean client of `net.http1` (the hot path: its
+head and every read of its body); everything else (model lists, token counts) through one aiohttp session."""
 
 from __future__ import annotations
 
@@ -14,13 +17,14 @@ import orjson
 
 from .. import causes, offload
 from ..errors import UpstreamError
+from ..net import http1
 from ..net.urls import safe_url
 from ..sse import SSEDecoder
 from .base import Batch, Call, FrameParser, Route
 
 log = logging.getLogger("responses_gateway.upstream")
 
-NETWORK_ERRORS = (TimeoutError, aiohttp.ClientError, OSError)
+NETWORK_ERRORS = (TimeoutError, aiohttp.ClientError, OSError, http1.ClientError)
 
 
 HTTPError = Callable[[int, bytes, "str | None"], UpstreamError]
@@ -72,6 +76,14 @@ class HTTPUpstream:
         self.route = route
         self.base = route.base_url.rstrip("/")
         self._session: aiohttp.ClientSession | None = None
+        self._streams: http1.Client | None = None
+
+    @property
+    def streams(self) -> http1.Client:
+        """The client of the streaming POSTs: keep-alive connections pooled per origin."""
+        if self._streams is None:
+            self._streams = http1.Client(connect_timeout=self.route.connect_timeout)
+        return self._streams
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -88,6 +100,9 @@ class HTTPUpstream:
         return self._session
 
     async def close(self) -> None:
+        if self._streams is not None:
+            self._streams.close()
+            self._streams = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -136,14 +151,14 @@ class HTTPUpstream:
         data = (await self.get_json(f"{self.base}/models", http_error)).get("data") or []
         return [m for m in data if isinstance(m, dict) and "id" in m]
 
-    async def post(self, url: str, body: dict[str, Any], model: str, http_error: HTTPError) -> aiohttp.ClientResponse:
+    async def post(self, url: str, body: dict[str, Any], model: str, http_error: HTTPError) -> http1.Response:
         """POST and wait for the upstream's answer headers; anything but 200 is raised as its HTTP error."""
         route = self.route
         first_byte = _shortest(route.first_byte_timeout, route.total_timeout)
         try:
             async with asyncio.timeout(first_byte):
-                resp = await self.session.post(url, data=await _encoded(body), headers=self.headers)
-        except aiohttp.ConnectionTimeoutError:
+                resp = await self.streams.post(url, self.headers, await _encoded(body))
+        except http1.ConnectTimeout:
             raise timed_out("connect", route.connect_timeout, url) from None
         except TimeoutError:
             raise timed_out("first_byte", first_byte, url) from None
@@ -151,18 +166,19 @@ class HTTPUpstream:
             raise unreachable(exc, url) from None
         if resp.status != 200:
             try:
-                raw = await resp.read()
+                async with asyncio.timeout(first_byte):
+                    raw = await resp.read()
             except NETWORK_ERRORS:
                 raw = b""
             finally:
-                resp.close()
+                resp.release()
             raise self.refused("POST", url, resp.status, http_error(resp.status, raw, model))
         return resp
 
 
 async def _encoded(body: dict[str, Any]) -> bytes | io.BytesIO:
     """The JSON body to send. A large one is encoded an element of its longest list at a time, in a worker
-    thread, into a file-like payload that aiohttp writes a chunk per loop turn: one `orjson.dumps` or one
+    thread, into a file-like payload that the client writes a piece per loop turn: one `orjson.dumps` or one
     write of tens of MB would each hold the GIL, and so the event loop, for tens of milliseconds."""
     if offload.is_large():
         return await offload.run(_encode_large, body)
@@ -199,26 +215,13 @@ class _Expired(Exception):
         self.which = which
 
 
-def unread(content: aiohttp.StreamReader) -> bytes:
-    """The bytes that arrived before the connection was lost and were not read yet. aiohttp raises the loss
-    on the next read and leaves them in the reader's buffer, so a reader that was a loop turn late would
-    lose the last tokens the upstream sent; they are taken from there (nothing when aiohttp keeps no such
-    buffer)."""
-    buffer = getattr(content, "_buffer", None)
-    if not buffer:
-        return b""
-    data = b"".join(buffer)
-    buffer.clear()
-    return data
-
-
 class BodyStream:
     """An upstream response body as batches of generation events, one batch per network read.
 
     Subclasses write `_events()` and set `_complete` once the body was read to its end: the connection
     then goes back to the pool; otherwise it is closed, so the upstream sees the client went away."""
 
-    def __init__(self, resp: aiohttp.ClientResponse, call: Call, route: Route | None = None):
+    def __init__(self, resp: http1.Response, call: Call, route: Route | None = None):
         self.resp = resp
         self.call = call
         self._gen = self._events()
@@ -241,25 +244,23 @@ class BodyStream:
 
     async def chunks(self) -> AsyncGenerator[bytes, None]:
         """The body as it arrives, within the route's idle deadline (the longest silence between two reads)
-        and total deadline (the whole stream)."""
-        content = self.resp.content
+        and total deadline (the whole stream). The bytes that came before a connection was lost are read
+        before the loss is raised."""
+        resp = self.resp
         loop = asyncio.get_running_loop()
         self._reader = asyncio.current_task()
         self._watch_from(loop.time())
         try:
             while True:
-                self._since = loop.time()
                 try:
-                    data = await content.readany()
+                    data = resp.take()
+                    while data is None:
+                        self._since = loop.time()
+                        await resp.wait()
+                        self._since = None
+                        data = resp.take()
                 except _Expired as exc:
-                    raise timed_out(exc.which, self.idle if exc.which == "idle" else self.total,
-                                    self.resp.url) from None
-                except NETWORK_ERRORS:
-                    left = unread(content)  # what came before the connection was lost is still the stream's
-                    if left:
-                        yield left
-                    raise
-                self._since = None
+                    raise self._expired(exc) from None
                 if not data:
                     return
                 yield data
@@ -267,6 +268,9 @@ class BodyStream:
             if self._watch is not None:
                 self._watch.cancel()
                 self._watch = None
+
+    def _expired(self, exc: _Expired) -> UpstreamError:
+        return timed_out(exc.which, self.idle if exc.which == "idle" else self.total, self.resp.url)
 
     # The deadlines are kept by one timer per stream, not one per read (a per-read `asyncio.timeout` was a
     # quarter of a paced token's instructions: on uvloop each timer is a libuv handle). It is set for the
@@ -289,9 +293,9 @@ class BodyStream:
         armed, since, idle, deadline = self._armed, self._since, self.idle, self.deadline
         idle_due = since + idle if since is not None and idle is not None else None
         if idle_due is not None and idle_due <= armed and (deadline is None or idle_due < deadline):
-            self.resp.content.set_exception(_Expired("idle"))
+            self.resp.fail(_Expired("idle"))
         elif deadline is not None and deadline <= armed:
-            self.resp.content.set_exception(_Expired("total"))  # reading or not: the stream is over
+            self.resp.fail(_Expired("total"))  # reading or not: the stream is over
             if since is None:  # nobody reads now; if nobody does soon, the reader waits on a slow client
                 self._watch = asyncio.get_running_loop().call_later(UNREAD_GRACE, self._unread)
         else:
@@ -315,9 +319,9 @@ class BodyStream:
         else:
             self.resp.close()
 
-    async def _events(self) -> AsyncGenerator[Batch, None]:
+    def _events(self) -> AsyncGenerator[Batch, None]:
+        """The stream's batches: an async generator (the pipeline iterates it directly)."""
         raise NotImplementedError
-        yield  # (an async generator)
 
     async def read_whole(self) -> bytes:
         """The body of a server that ignored `stream: true` and answered with one JSON object."""
@@ -332,18 +336,41 @@ class BodyStream:
         self._complete = True
         return raw
 
-    async def read_sse(self, parser: FrameParser) -> AsyncGenerator[Batch, None]:
+    async def read_sse(self, parser: FrameParser, end: Callable[[], Batch] | None = None
+                       ) -> AsyncGenerator[Batch, None]:
         """Batches from an SSE body: `parser.frames(frames) -> batch`. A parser error is raised once the
-        events before it were delivered; the body read to its end marks the stream complete."""
+        events before it were delivered; the body read to its end marks the stream complete, and then
+        `end()` gives a last batch or raises what the stream lacked (a stream cut before its finish).
+
+        The body is read here, not through `chunks()`, and an adapter's `_events` returns this generator
+        itself rather than wrapping it: a token's bytes go from the connection's buffer through the decoder
+        and the parser to the pipeline in one resumption of one generator (the deadlines and the late
+        reader's bytes behave as in `chunks()`)."""
         decoder = SSEDecoder()
+        feed, frames = decoder.feed, parser.frames
+        resp = self.resp
+        loop = asyncio.get_running_loop()
+        self._reader = asyncio.current_task()
+        self._watch_from(loop.time())
         try:
-            async for data in self.chunks():
-                batch = parser.frames(decoder.feed(data))
+            while True:
+                try:
+                    data = resp.take()
+                    while data is None:
+                        self._since = loop.time()
+                        await resp.wait()
+                        self._since = None
+                        data = resp.take()
+                except _Expired as exc:
+                    raise self._expired(exc) from None
+                if not data:
+                    break
+                batch = frames(feed(data))
                 if batch:
                     yield batch
                 if parser.error:
                     raise parser.error
-            batch = parser.frames(decoder.flush())
+            batch = frames(decoder.flush())
             if batch:
                 yield batch
             if parser.error:
@@ -351,3 +378,11 @@ class BodyStream:
             self._complete = True
         except NETWORK_ERRORS:
             raise UpstreamError("The connection to the upstream model server was lost mid-stream.") from None
+        finally:
+            if self._watch is not None:
+                self._watch.cancel()
+                self._watch = None
+        if end is not None:
+            batch = end()
+            if batch:
+                yield batch

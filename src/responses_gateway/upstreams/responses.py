@@ -37,7 +37,6 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import aiohttp
 import orjson
 
 from .. import generation as g
@@ -45,6 +44,7 @@ from .. import offload
 from ..client import TERMINAL, Accumulator, Event
 from ..errors import UpstreamError
 from ..ids import new_id
+from ..net import http1
 from ..protocol.reasoning import unseal
 from ..protocol.tools import Tool, wire_name
 from .base import Batch, Call, Route
@@ -219,7 +219,7 @@ class ResponsesUpstream(OpenAIShaped):
 
 
 class ResponsesStream(BodyStream):
-    def __init__(self, resp: aiohttp.ClientResponse, call: Call, route: Route, tag: str):
+    def __init__(self, resp: http1.Response, call: Call, route: Route, tag: str):
         super().__init__(resp, call, route)
         self.tag = tag  # marks the encrypted reasoning this upstream gave, to send it back only here
 
@@ -258,7 +258,7 @@ class ResponsesStream(BodyStream):
         # The terminal event came: what may follow (`data: [DONE]`) is read so the connection can be reused,
         # but an upstream that keeps the body open after it does not hold the response back.
         try:
-            await asyncio.wait_for(resp.content.read(), timeout=DRAIN_TIMEOUT)
+            await asyncio.wait_for(resp.read(), timeout=DRAIN_TIMEOUT)
             self._complete = True
         except NETWORK_ERRORS:
             pass  # aclose() closes the connection instead

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiohttp
 import orjson
 
 from .. import generation as g
 from ..errors import UpstreamError, upstream_status_error
+from ..net import http1
 from ..net.urls import safe_url
 from ..protocol.tools import Tool, wire_name
 from .base import Call, Route
@@ -185,5 +185,5 @@ class OpenAIShaped(HTTPUpstream):
     async def list_models(self) -> list[dict[str, Any]]:
         return await self.openai_models(openai_http_error)
 
-    async def post_call(self, call: Call, body: dict[str, Any]) -> aiohttp.ClientResponse:
+    async def post_call(self, call: Call, body: dict[str, Any]) -> http1.Response:
         return await self.post(f"{self.base}{self.path}", body, call.request.model, openai_http_error)
