@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +23,7 @@ from .. import metrics
 from ..errors import StoreUnavailable
 from .base import DB_TIMEOUT, Row, Statements, merged
 from .hostlock import HostLock
+from .thread import Worker
 
 log = logging.getLogger("responses_gateway.store")
 
@@ -64,7 +65,7 @@ class SQLite:
         self.label = f"sqlite:{path}"
         self.timeout = timeout  # seconds a write may wait for the write lock
         self.batch_seconds = 0.05  # a write holds every other one: a purge's batch must be short
-        self.writer = ThreadPoolExecutor(1, thread_name_prefix="rg-sqlite-write")
+        self.writer = Worker("rg-sqlite-write")
         self.reader = ThreadPoolExecutor(1, thread_name_prefix="rg-sqlite-read")
         self.checkpointer = ThreadPoolExecutor(1, thread_name_prefix="rg-sqlite-checkpoint")
         self.wconn: sqlite3.Connection | None = None
@@ -87,7 +88,7 @@ class SQLite:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         return conn
 
-    async def _on(self, pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> T:
+    async def _on(self, pool: Executor, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
 
     def _writer(self) -> sqlite3.Connection:
@@ -174,6 +175,10 @@ class SQLite:
         results: dict[int, int | Exception] = {}
         try:
             try:
+                if len(group) == 1:  # alone in its transaction: a failure rolls back the transaction instead
+                    results[0] = run(conn, group[0].work)
+                    conn.execute("COMMIT")
+                    return [results[0]]
                 together = [i for i, queued in enumerate(group) if queued.mergeable]
                 if len(together) > 1 and self._run_merged(conn, [group[i].work for i in together]):
                     results.update((i, 0) for i in together)
@@ -289,7 +294,7 @@ class SQLite:
             self.queue.append(Queued(work, done, time.perf_counter(), mergeable))
             first = len(self.queue) == 1
         if first:  # the others join this trip while the writer thread is busy with an earlier one
-            self.writer.submit(self._commit_group, loop)
+            self.writer.hand(self._commit_group, loop)
         return await done
 
     async def execute_count(self, sql: str, args: tuple[Any, ...]) -> int:
