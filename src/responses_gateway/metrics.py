@@ -45,6 +45,18 @@ limiter_errors = Counter("responses_gateway_limiter_errors",
                          "Calls to the Redis limiter that failed or timed out, by operation (open, admit, "
                          "release, renew); the requests were admitted (per-key limits fail open).", ["op"])
 
+_finished: dict[str, Counter] = {}
+
+
+def finished(status: str) -> Counter:
+    """`responses`' child for a terminal status, kept here: prometheus_client's `labels()` checks and locks on
+    every call, and every response ends with one."""
+    child = _finished.get(status)
+    if child is None:
+        child = _finished[status] = responses.labels(status=status)
+    return child
+
+
 # Seconds. Token streams start in tens of milliseconds (a local model, a cache hit) and run for minutes.
 LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 STORE = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)

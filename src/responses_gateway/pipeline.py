@@ -111,7 +111,7 @@ async def end(composer: Composer, how: Ending, on_final: OnFinal | None = None,
             events = await store_final(composer, events, on_final)
         except NotEnded:
             return []
-    metrics.responses.labels(status=composer.final["status"]).inc()
+    metrics.finished(composer.final["status"]).inc()
     if seen is not None:
         seen.finished(composer.final)
     return events

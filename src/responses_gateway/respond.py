@@ -81,7 +81,7 @@ async def prepare(services: Services, req: CreateResponse, owner: str, resolver:
     settings, store = services.settings, services.store
     rule, upstream = services.router.rule_for(req.model)
     upstream_model = rule.route.model or req.model
-    items = await offload.run(normalize_input, req.input)
+    items = await offload.run(normalize_input, req.input) if offload.is_large() else normalize_input(req.input)
     trigger = bool(items) and items[-1]["type"] == "compaction_trigger"
     if trigger:  # a request, not an item: never stored, never sent upstream
         items = items[:-1]
@@ -104,7 +104,8 @@ async def prepare(services: Services, req: CreateResponse, owner: str, resolver:
 
         plan = await plan_compaction(services, req, history, owner, trigger)
         render = plan.render
-    call = Call(req, await offload.run(render, history), tools, req.instructions, upstream_model)
+    call = Call(req, await offload.run(render, history) if offload.is_large() else render(history), tools,
+                req.instructions, upstream_model)
     return Prepared(upstream, call, history, items, conversation, trigger, plan, render, rule.match)
 
 
@@ -179,6 +180,8 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
 
 async def preflight(declared: list[Declared], services: Services, owner: str) -> None:
     """Each gateway-run kit's check against the deployment (its `preflight`), before any event."""
+    if not declared:  # most requests: no gateway-run tool
+        return
     for kit, group in by_kit(declared).items():
         if kit.preflight is not None:
             await kit.preflight(group, services, owner)

@@ -124,6 +124,8 @@ INCLUDE_VALUES = (
 
 def check_include(values: Sequence[str]) -> None:
     """`include[]`: OpenAI's values, and those a gateway-run tool of this build honours (tools/kits.py)."""
+    if not values:
+        return
     known = include_values()
     for i, value in enumerate(values):
         if value not in known:

@@ -115,6 +115,9 @@ def normalize_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, *, hos
     """`found`: the tools carried by `tool_search_output` items of the input (a client's search results);
     `toolbox`: the gateway-run tools this deployment can run."""
     out = ToolSet()
+    if not tools and not found:  # most requests: no tools (what the loops below would conclude)
+        _choice(out, tool_choice)
+        return out
     for i, spec in enumerate(tools or ()):
         _add_spec(out, spec, f"tools[{i}]", hosted_policy, toolbox, echo=True)
     searching = any(t.kind == "tool_search" for t in out.offered)
