@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import metrics
 from .errors import APIError, RateLimited, invalid
-from .protocol.bounds import Bounds, InputLayout, check_body
+from .offload import LARGE_BYTES
+from .protocol.bounds import Bounds, InputLayout, check_body, plainly_within
 
 if TYPE_CHECKING:
     from .api.shared_limits import SharedLimits
@@ -176,7 +177,11 @@ class Door:
 
     def scan(self, raw: bytes | bytearray) -> InputLayout | None:
         """400 for a body too deep, with too many objects and arrays, or an integer wider than 64 bits; else
-        where its input items lie (protocol/bounds.py). Costs one pass over the bytes: offload it when large."""
+        where its input items lie (protocol/bounds.py) when the body is large (offload.py: it is then parsed
+        in pieces), None for a small one (parsed whole). Costs one pass over the bytes: offload it when large.
+        A small body that plainly cannot break the bounds (most bodies) is not scanned token by token."""
+        if len(raw) <= LARGE_BYTES and plainly_within(raw, self.bounds):
+            return None
         return check_body(raw, self.bounds)
 
     def check_request(self, req: CreateResponse) -> None:

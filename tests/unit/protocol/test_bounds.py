@@ -99,3 +99,42 @@ def test_brackets_and_quotes_inside_strings_of_any_length_are_text(text):
     layout = check_body(raw, Bounds(max_depth=4, max_containers=4))  # would be refused if any bracket counted
     assert layout is not None and [orjson.loads(raw[a:b]) for a, b in layout.items] == \
         [{"role": "user", "content": text}, text]
+
+
+def _scan_outcome(fn):
+    try:
+        fn()
+    except APIError as exc:
+        return ("error", exc.status, exc.message, exc.param, exc.code)
+    return ("ok",)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(elements, max_size=6), st.integers(1, 6), st.integers(1, 12),
+       st.sampled_from([b"", b', "n": 18446744073709551616', b', "n": -9223372036854775809', b', "n": "' + b"1" * 25
+                        + b'"', b', "n": 10000000000000000000.5', b', "n": 18446744073709551615']))
+def test_the_front_doors_shortcut_refuses_exactly_what_the_full_scan_refuses(items, depth, containers, extra):
+    """Door.scan skips the token-by-token scan of a small body that plainly keeps the bounds: whenever it
+    does, the full scan finds nothing to refuse either."""
+    from responses_gateway.door import Door, Limits
+    from responses_gateway.protocol.bounds import plainly_within
+
+    raw = _body(items, "", {})[:-1] + extra + b"}"
+    bounds = Bounds(max_depth=depth, max_containers=containers)
+    door = Door(Limits(max_json_depth=depth, max_json_containers=containers))
+    if plainly_within(raw, bounds):
+        assert _scan_outcome(lambda: check_body(raw, bounds)) == ("ok",)
+    assert _scan_outcome(lambda: door.scan(raw)) == _scan_outcome(lambda: check_body(raw, bounds))
+
+
+@pytest.mark.parametrize(("raw", "plain"), [
+    (b'{"model": "m", "input": "hi"}', True),
+    (b'{"model": "m", "n": 18446744073709551615}', False),  # 20 digits: the full scan decides (it fits)
+    (b'{"model": "m", "n": "1234567890123456789012"}', False),  # digits in a string: looked at, not refused
+    (b'{"model": "m", "n": 123456789012345678}', True),
+    (b'{"a": [[[[1]]]]}', False),  # 5 brackets, depth 4 allowed
+])
+def test_what_counts_as_plainly_within_the_bounds(raw, plain):
+    from responses_gateway.protocol.bounds import plainly_within
+
+    assert plainly_within(raw, Bounds(max_depth=4, max_containers=10)) is plain
