@@ -43,6 +43,31 @@ def default_sqlite_path() -> Path:
     return Path(base) / "responses-gateway" / "responses.db"
 
 
+
+def open_connection(path: str, timeout: float, busy_timeout: float) -> sqlite3.Connection:
+    """A WAL connection whose busy timeout is `busy_timeout` once open; opening may wait `timeout` (the
+    store's), since the workers and replicas all start at once. Switching a new file to WAL takes its lock,
+    and SQLite answers a connection that finds another switching it `database is locked` at once, past the
+    busy handler (6 connections at once: about one try in 16); that answer is retried until `timeout`."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
 class SQLite:
     """sqlite3 on its own threads, off the event loop: one writer thread (SQLite has one writer anyway), one
     reader thread (WAL lets it read beside the writer), and one that checkpoints the WAL.
@@ -79,14 +104,7 @@ class SQLite:
         self.lock = threading.Lock()  # the queue is filled on the loop and taken on the writer thread
 
     def _open(self, busy_timeout: float) -> sqlite3.Connection:
-        """A connection whose busy timeout is `busy_timeout` once open; opening may wait the store's whole
-        timeout (switching a new file to WAL takes its lock, and the workers all start at once)."""
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        return conn
+        return open_connection(self.path, self.timeout, busy_timeout)
 
     async def _on(self, pool: Executor, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)

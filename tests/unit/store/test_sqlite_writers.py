@@ -131,3 +131,33 @@ async def test_the_wal_is_checkpointed_outside_the_writers_while_large_writes_go
     finally:
         await store.close()
     assert wal < 5_000_000, wal
+
+
+def test_connections_opening_a_new_file_together_all_switch_it_to_wal(tmp_path):
+    """`PRAGMA journal_mode = WAL` on a new file answers SQLITE_BUSY at once, without the busy handler, when
+    another connection is switching it too: 6 connections at once failed in about 6 % of tries (workers and
+    replicas starting together). Opening retries it within the store's timeout."""
+    import threading
+
+    from responses_gateway.store.sqlite import open_connection
+
+    for trial in range(120):
+        path = str(tmp_path / f"t{trial}.db")
+        barrier = threading.Barrier(6)
+        errors: list[BaseException] = []
+
+        def one(path: str = path, barrier: threading.Barrier = barrier, errors: list = errors) -> None:
+            barrier.wait()
+            try:
+                conn = open_connection(path, timeout=5.0, busy_timeout=0.0)
+                assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+                conn.close()
+            except BaseException as exc:  # collected for the assertion below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=one) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, (trial, errors)
