@@ -44,7 +44,7 @@ def default_sqlite_path() -> Path:
 
 
 
-def open_connection(path: str, timeout: float, busy_timeout: float) -> sqlite3.Connection:
+def open_connection(path: str | Path, timeout: float, busy_timeout: float) -> sqlite3.Connection:
     """A WAL connection whose busy timeout is `busy_timeout` once open; opening may wait `timeout` (the
     store's), since the workers and replicas all start at once. Switching a new file to WAL takes its lock,
     and SQLite answers a connection that finds another switching it `database is locked` at once, past the
