@@ -218,12 +218,14 @@ class Gateway(Starlette):
     through starlette's wrappers (api/streaming.py). With `access_log`, each HTTP request is served through
     `access.served`, whose counting `send` is the one kept (access.py).
 
-    `POST /v1/responses`, the request nearly all traffic is, goes past starlette's router: through the same
-    middleware (the same instances: the server error layer, KeyAuth, Admission) to its endpoint, with the
-    app's exception handlers applied by `Endpoint`."""
+    `POST /v1/responses`, the request nearly all traffic is, and `GET /health`, which load balancers ask
+    every few seconds, go past starlette's router: through the same middleware (the same instances: the
+    server error layer, KeyAuth, Admission) to their endpoint, with the app's exception handlers applied by
+    `Endpoint`."""
 
     access_log = False
-    direct: ASGIApp | None = None  # the way of POST /v1/responses, made on its first request
+    endpoints: dict[tuple[str, str], Callable[[Request], Awaitable[Any]]] = {}  # (method, path): endpoint
+    direct: dict[tuple[str, str], ASGIApp] | None = None  # their ways, made on the first request
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.access_log and scope["type"] == "http":
@@ -233,12 +235,15 @@ class Gateway(Starlette):
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope[SERVER_SEND] = send
-        if scope["type"] == "http" and scope["path"] == "/v1/responses" and scope["method"] == "POST":
-            scope["app"], scope["router"] = self, self.router
+        if scope["type"] == "http":
             if self.direct is None:
-                self.direct = self._around(Endpoint(create_response, self.exception_handlers))
-            await self.direct(scope, receive, send)
-            return
+                self.direct = {key: self._around(Endpoint(endpoint, self.exception_handlers))
+                               for key, endpoint in self.endpoints.items()}
+            app = self.direct.get((scope["method"], scope["path"]))
+            if app is not None:
+                scope["app"], scope["router"] = self, self.router
+                await app(scope, receive, send)
+                return
         await super().__call__(scope, receive, send)
 
     def _around(self, endpoint: ASGIApp) -> ASGIApp:
@@ -377,6 +382,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
         lifespan=lifespan,
     )
     app.access_log = settings.access_log
+    app.endpoints = {("POST", "/v1/responses"): create_response, ("GET", "/health"): health}
     keys = settings.load_api_keys()
     shared = make_shared_limits(settings)
     door = Door(Limits.of(settings), shared)

@@ -47,3 +47,12 @@ def test_the_middleware_still_runs(failing, tmp_path):
     assert _post(app).status_code == 401  # KeyAuth, before the endpoint
     r = _post(app, headers={"authorization": "Bearer sk-wrong"})
     assert r.status_code == 401 and r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_health_and_the_routes_around_it():
+    app = app_module.create_app(Settings(upstream_url="http://127.0.0.1:9/v1", db="none"))
+    with TestClient(app) as client:
+        assert client.get("/health").json() == {"status": "ok"}
+        assert client.head("/health").status_code == 200  # by the router, as before
+        r = client.get("/v1/responses")  # another method on the direct path: the router's 405, in OpenAI's shape
+        assert r.status_code == 405 and r.json()["error"]["message"] == "Invalid URL (GET /v1/responses)"
