@@ -124,19 +124,19 @@ class EventStreamResponse:
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
-        every = self.keepalive
+        every = self.keepalive or 0.0  # 0: no keep-alive comments
         last = loop.time()  # when anything was last written
         timer: asyncio.TimerHandle | None = None
 
         def beat() -> None:  # a keep-alive comment after `every` seconds of silence (none while the buffer is full)
             nonlocal timer, last
             idle = loop.time() - last
-            if idle >= every:  # type: ignore[operator]  # armed only with a keepalive
+            if idle >= every:
                 if not edge.paused:
                     edge.write(KEEPALIVE)
                     last = loop.time()
                 idle = 0.0
-            timer = loop.call_later(every - idle, beat)  # type: ignore[operator]
+            timer = loop.call_later(every - idle, beat)
 
         def lost() -> None:
             self._gone = True
