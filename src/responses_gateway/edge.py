@@ -315,6 +315,7 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._head: int | None = 0  # bytes of the request head received so far; None once it is complete
+        self._due: tuple[float, str] | None = None  # the deadline the request now in progress needs (see data_received)
         self._head_size = 0  # the head's request line and headers, as the parser delivered them
         self._header_count = 0
         self._refusal: tuple[int, str, str] | None = None  # (status, reason, message) of a refused head
@@ -336,7 +337,9 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
             running.connection_lost()  # uvicorn marks only the newest cycle, not a pipelined one's running
 
     def data_received(self, data: bytes) -> None:
-        """uvicorn's, with the head's bytes counted as they arrive and a refused head answered."""
+        """uvicorn's, with the head's bytes counted as they arrive and a refused head answered. The header and
+        body deadlines are armed here, once a read leaves a head or a body incomplete (the parser's callbacks
+        say which is due): a request that arrives whole in one read, as nearly all do, needs no timer."""
         if self._refusal is not None:
             return  # lingering after a refusal: what the client still sends is dropped
         if self._head is not None:
@@ -359,6 +362,9 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         if self._head is not None and self._head > self.limits.max_header_bytes:
             self._too_large()  # the head is not complete and already over its bound
             self._refuse()
+            return
+        if self._due is not None and self._deadline is None and self._refusal is None:
+            self._arm(*self._due)  # a head or body still to come after this read: its deadline runs from now
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -366,8 +372,7 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         if self._head is None:
             self._head = 0
         self._head_size = self._header_count = 0
-        if self._deadline is None:
-            self._arm(self.limits.header_timeout, "header_timeout")
+        self._due = (self.limits.header_timeout, "header_timeout")
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
@@ -392,11 +397,12 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._head = None
         self._disarm()
-        self._arm(self.limits.body_timeout, "body_timeout")
+        self._due = (self.limits.body_timeout, "body_timeout")
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._disarm()
+        self._due = None
         self._head = 0  # whatever comes next is the next request's head
         super().on_message_complete()
 
