@@ -213,3 +213,20 @@ def test_each_write_is_byte_for_byte_what_uvicorns_send_writes():
         return transport.writes
 
     assert asyncio.run(ours()) == asyncio.run(uvicorns())
+
+
+def test_an_idle_connection_is_closed_after_the_keep_alive_timeout_from_its_last_response(served, upstream):
+    """One keep-alive timer per connection, left running (edge.py): a connection busy again before it fires is
+    not closed early, one idle for the whole timeout since its last response is."""
+    server = served()
+    server.server.config.timeout_keep_alive = 1.0  # read by each new connection
+    with _connect(server) as sock:
+        reader = Reader(sock)
+        for pause in (0.0, 0.6, 0.6, 0.6):  # 1.8 s after the first response, never 1 s idle
+            time.sleep(pause)
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert reader.until(b"\r\n\r\n").startswith(b"HTTP/1.1 200"), "closed while in use"
+            reader.until(b"}")
+        started = time.monotonic()
+        sock.settimeout(5)
+        assert sock.recv(1) == b"" and 0.9 < time.monotonic() - started < 3.0

@@ -321,6 +321,7 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         self._refusal: tuple[int, str, str] | None = None  # (status, reason, message) of a refused head
         self._stall = _StallWatch(self, self.limits.send_timeout, self._stalled)
         self._running: HttpEdge | None = None  # the edge of the request whose app runs now
+        self._idle_since: float | None = None  # when the connection's last response was complete, if idle since
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -335,6 +336,9 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         running, self._running = self._running, None
         if running is not None:
             running.connection_lost()  # uvicorn marks only the newest cycle, not a pipelined one's running
+        if self.timeout_keep_alive_task is not None:
+            self.timeout_keep_alive_task.cancel()
+            self.timeout_keep_alive_task = None
 
     def data_received(self, data: bytes) -> None:
         """uvicorn's, with the head's bytes counted as they arrive and a refused head answered. The header and
@@ -418,6 +422,40 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         self._disarm()  # the connection becomes a WebSocket's: no HTTP deadline applies any more
         self._stall.disarm()
         super().handle_websocket_upgrade()
+
+    # The keep-alive timeout (uvicorn's `timeout_keep_alive`): uvicorn arms a timer when a response is complete
+    # and cancels it when the next request's first bytes come, two timer operations per request. Here one
+    # timer per connection is left running: when it fires it closes a connection idle for the whole timeout
+    # since its last response, re-arms itself for the rest of one idle for less, and stops for a busy one
+    # (the next response complete arms it again).
+
+    def _unset_keepalive_if_required(self) -> None:
+        self._idle_since = None  # busy: the pending timer, if any, finds it so and stops
+
+    def on_response_complete(self) -> None:
+        """uvicorn's, with the keep-alive timer left armed (above)."""
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self.flow.resume_reading()
+        if self.pipeline:
+            self._idle_since = None
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+            return
+        self._idle_since = self.loop.time()
+        if self.timeout_keep_alive_task is None:
+            self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self._idle_check)
+
+    def _idle_check(self) -> None:
+        self.timeout_keep_alive_task = None
+        if self._idle_since is None:
+            return
+        left = self._idle_since + self.timeout_keep_alive - self.loop.time()
+        if left > 0:
+            self.timeout_keep_alive_task = self.loop.call_later(left, self._idle_check)
+            return
+        self.timeout_keep_alive_handler()
 
     def timeout_keep_alive_handler(self) -> None:
         if not self.transport.is_closing():
