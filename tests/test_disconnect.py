@@ -1,10 +1,23 @@
-"""A client that goes away closes the upstream request at once."""
+"""A client that goes away closes the upstream request at once: under any ASGI server (the app waits on
+`http.disconnect`) and under the gateway's own protocol (the edge tells it, edge.py)."""
 
 import contextlib
 
 import httpx
+import pytest
 
 from tests.support.fake_chat import Sleep, Stream, text_stream
+
+
+@pytest.fixture(scope="module", params=["asgi", "edge"])
+def gateway(request, _upstream_server, tmp_path_factory):
+    from responses_gateway.config import Settings
+    from tests.support.server import GatewayServer
+
+    db = tmp_path_factory.mktemp("store") / "responses.db"
+    options = {"http": "responses_gateway.edge:EdgeProtocol"} if request.param == "edge" else {}
+    with GatewayServer(Settings(upstream_url=_upstream_server.base_url, db=str(db)), **options) as server:
+        yield server
 
 
 def test_client_disconnect_closes_the_upstream_connection(gateway, upstream):

@@ -6,8 +6,9 @@ status, the bytes of the body, the time taken and the response id the request ma
 like a web server's access line; in JSON (`--log-format json`) the same facts are fields of their own.
 
 The app (`app.Gateway`) calls `served` around each HTTP request only when the log is on: then each body
-chunk the server sends, a streamed token included, passes one counting function; when it is off nothing
-is wrapped.
+chunk the server sends passes one counting function; when it is off nothing is wrapped. A stream's body,
+which goes straight to the connection under the edge (api/streaming.py), is counted by the edge
+(`HttpEdge.sent`) and added here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .edge import HttpEdge, edge_of
 from .logs import RESPONSE_ID
 
 log = logging.getLogger("responses_gateway.access")
@@ -53,6 +55,9 @@ async def served(scope: Scope, receive: Receive, send: Send, app: ASGIApp) -> No
         await app(scope, receive, counting)
     finally:
         ms = round((time.perf_counter() - started) * 1000, 1)
+        edge = edge_of(scope)
+        if isinstance(edge, HttpEdge):
+            sent += edge.sent
         response_id = RESPONSE_ID.get()
         method, target = scope.get("method", ""), _target(scope)
         version = scope.get("http_version", "1.1")

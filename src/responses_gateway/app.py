@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import gc
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import access, logs, metrics, tracing
 from .api import containers, conversations
@@ -170,23 +173,95 @@ async def list_models(request: Request) -> Response:
     return Response(orjson.dumps({"object": "list", "data": models}), media_type="application/json")
 
 
+class Endpoint:
+    """One route's endpoint as the innermost layer, with the app's exception handlers: what starlette's
+    ExceptionMiddleware, router, route and `request_response` do for a request that reaches it (two
+    `Request`s, two exception wrappers, each with its own `send` wrapper, and a scan of the routes), in one
+    layer. An exception with a handler is answered by it unless the response has started (then, as
+    starlette, a RuntimeError goes on to the server error layer); one without goes on as it is."""
+
+    def __init__(self, endpoint: Callable[[Request], Awaitable[Any]], handlers: dict[Any, Any]):
+        self.endpoint = endpoint
+        self.handlers = {key: value for key, value in handlers.items() if not isinstance(key, int)}
+        self.status_handlers = {key: value for key, value in handlers.items() if isinstance(key, int)}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["endpoint"], scope["path_params"] = self.endpoint, {}  # as the route's match sets them
+        request = Request(scope, receive, send)
+        started = False
+
+        async def sender(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            response = await self.endpoint(request)
+            await response(scope, receive, sender)
+        except Exception as exc:
+            handler = self.status_handlers.get(exc.status_code) if isinstance(exc, HTTPException) else None
+            if handler is None:
+                handler = next((self.handlers[cls] for cls in type(exc).__mro__ if cls in self.handlers), None)
+            if handler is None:
+                raise
+            if started:
+                raise RuntimeError("Caught handled exception, but response already started.") from exc
+            response = await handler(request, exc)
+            if response is not None:
+                await response(scope, receive, sender)
+            exc.__traceback__ = None
+
+
 class Gateway(Starlette):
     """The app, keeping the server's own `send` in the scope: a stream's body goes out through it, not
     through starlette's wrappers (api/streaming.py). With `access_log`, each HTTP request is served through
-    `access.served`, whose counting `send` is the one kept (access.py)."""
+    `access.served`, whose counting `send` is the one kept (access.py).
+
+    `POST /v1/responses`, the request nearly all traffic is, and `GET /health`, which load balancers ask
+    every few seconds, go past starlette's router: through the same middleware (the same instances: the
+    server error layer, KeyAuth, Admission) to their endpoint, with the app's exception handlers applied by
+    `Endpoint`."""
 
     access_log = False
+    endpoints: dict[tuple[str, str], Callable[[Request], Awaitable[Any]]] = {}  # (method, path): endpoint
+    direct: dict[tuple[str, str], ASGIApp] | None = None  # their ways, made on the first request
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.access_log and scope["type"] == "http":
             await access.served(scope, receive, send, self._serve)
             return
-        scope[SERVER_SEND] = send
-        await super().__call__(scope, receive, send)
+        await self._serve(scope, receive, send)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope[SERVER_SEND] = send
+        if scope["type"] == "http":
+            if self.direct is None:
+                self.direct = {key: self._around(Endpoint(endpoint, self.exception_handlers))
+                               for key, endpoint in self.endpoints.items()}
+            app = self.direct.get((scope["method"], scope["path"]))
+            if app is not None:
+                scope["app"], scope["router"] = self, self.router
+                await app(scope, receive, send)
+                return
         await super().__call__(scope, receive, send)
+
+    def _around(self, endpoint: ASGIApp) -> ASGIApp:
+        """`endpoint` inside the app's middleware down to (not including) starlette's exception layer: each
+        layer a shallow copy of the app's own, so what they hold (the door, the body readers) is shared."""
+        if self.middleware_stack is None:
+            self.middleware_stack = self.build_middleware_stack()
+        layers: list[Any] = []
+        layer: Any = self.middleware_stack
+        while not isinstance(layer, ExceptionMiddleware):
+            layers.append(layer)
+            layer = layer.app
+        app = endpoint
+        for outer in reversed(layers):
+            outer = copy.copy(outer)
+            outer.app = app
+            app = outer
+        return app
 
 
 def create_app(settings: Settings, upstream: Upstream | None = None, router: Router | None = None) -> Starlette:
@@ -307,6 +382,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
         lifespan=lifespan,
     )
     app.access_log = settings.access_log
+    app.endpoints = {("POST", "/v1/responses"): create_response, ("GET", "/health"): health}
     keys = settings.load_api_keys()
     shared = make_shared_limits(settings)
     door = Door(Limits.of(settings), shared)

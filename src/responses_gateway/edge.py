@@ -48,7 +48,7 @@ from typing import Any, Protocol
 
 import httptools
 import orjson
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from . import metrics
@@ -92,6 +92,80 @@ class Edge:
         self.abort = abort
         self.on_stall: Callable[[APIError], None] | None = None
         self.on_shutdown: Callable[[], None] | None = None
+
+
+class HttpEdge(Edge):
+    """An HTTP request's `Edge`, which also writes a streamed body straight to the connection.
+
+    uvicorn's `send` is a coroutine with a dozen checks per call, behind an ASGI message made per call: per
+    token of a stream that is most of the server's Python. Once the response's head went out through the
+    server's `send` (so every layer saw the status), `writable()` says whether `write` and `finish` may
+    carry its body: each is one transport write, framed as uvicorn frames it (chunked), the bytes counted in
+    `sent` (the access log adds them to what passed its own `send`). While the transport's buffer is full
+    (`paused`), the writer awaits `drain()` first, as uvicorn's `send` does; the send deadline watches the
+    same pause. `on_lost`, when set, is called once if the connection is lost before the response is
+    complete: a stream is told so without a task waiting on `receive()`."""
+
+    __slots__ = ("sent", "on_lost", "_protocol", "_cycle")
+
+    def __init__(self, protocol: EdgeProtocol):
+        super().__init__(protocol._abort)
+        self.sent = 0  # body bytes written by `write` and `finish`
+        self.on_lost: Callable[[], None] | None = None
+        self._protocol = protocol
+        self._cycle: RequestResponseCycle | None = None  # set when the request's app starts
+
+    def writable(self) -> bool:
+        """The head went out through the server's `send`, chunked, and the body is neither complete nor cut."""
+        cycle = self._cycle
+        return (cycle is not None and cycle.response_started and bool(cycle.chunked_encoding)
+                and not cycle.response_complete and not cycle.disconnected and cycle.scope["method"] != "HEAD")
+
+    @property
+    def lost(self) -> bool:
+        """The connection was lost before the response was complete."""
+        return self._cycle is not None and self._cycle.disconnected
+
+    @property
+    def paused(self) -> bool:
+        """The transport's buffer is full: `drain()` before writing more."""
+        return self._protocol.flow.write_paused
+
+    async def drain(self) -> None:
+        """Until the transport takes writes again (or the connection is lost)."""
+        await self._protocol.flow.drain()
+
+    def write(self, body: bytes) -> None:
+        """One chunk of the body (not empty), as uvicorn's `send` writes it; nothing once the connection is lost."""
+        if self._cycle is None or self._cycle.disconnected:
+            return
+        self.sent += len(body)
+        self._protocol.transport.write(b"%x\r\n%b\r\n" % (len(body), body))
+
+    def finish(self, body: bytes) -> None:
+        """The body's last chunk and its end: the response is complete, and the connection goes back to
+        reading the next request (or is closed, when it is not kept alive), as after uvicorn's last `send`."""
+        cycle = self._cycle
+        if cycle is None or cycle.disconnected or cycle.response_complete:
+            return
+        self.sent += len(body)
+        transport = self._protocol.transport
+        transport.write(b"%x\r\n%b\r\n0\r\n\r\n" % (len(body), body) if body else b"0\r\n\r\n")
+        cycle.response_complete = True
+        cycle.message_event.set()
+        if not cycle.keep_alive:
+            transport.close()
+        cycle.on_response()
+
+    def connection_lost(self) -> None:
+        cycle = self._cycle
+        if cycle is None or cycle.response_complete:
+            return
+        cycle.disconnected = True
+        cycle.message_event.set()
+        callback, self.on_lost = self.on_lost, None
+        if callback is not None:
+            callback()
 
 
 def edge_of(scope: Any) -> Edge | None:
@@ -241,10 +315,13 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._head: int | None = 0  # bytes of the request head received so far; None once it is complete
+        self._due: tuple[float, str] | None = None  # the deadline the request now in progress needs (see data_received)
         self._head_size = 0  # the head's request line and headers, as the parser delivered them
         self._header_count = 0
         self._refusal: tuple[int, str, str] | None = None  # (status, reason, message) of a refused head
         self._stall = _StallWatch(self, self.limits.send_timeout, self._stalled)
+        self._running: HttpEdge | None = None  # the edge of the request whose app runs now
+        self._idle_since: float | None = None  # when the connection's last response was complete, if idle since
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -256,9 +333,17 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+        running, self._running = self._running, None
+        if running is not None:
+            running.connection_lost()  # uvicorn marks only the newest cycle, not a pipelined one's running
+        if self.timeout_keep_alive_task is not None:
+            self.timeout_keep_alive_task.cancel()
+            self.timeout_keep_alive_task = None
 
     def data_received(self, data: bytes) -> None:
-        """uvicorn's, with the head's bytes counted as they arrive and a refused head answered."""
+        """uvicorn's, with the head's bytes counted as they arrive and a refused head answered. The header and
+        body deadlines are armed here, once a read leaves a head or a body incomplete (the parser's callbacks
+        say which is due): a request that arrives whole in one read, as nearly all do, needs no timer."""
         if self._refusal is not None:
             return  # lingering after a refusal: what the client still sends is dropped
         if self._head is not None:
@@ -281,15 +366,17 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         if self._head is not None and self._head > self.limits.max_header_bytes:
             self._too_large()  # the head is not complete and already over its bound
             self._refuse()
+            return
+        if self._due is not None and self._deadline is None and self._refusal is None:
+            self._arm(*self._due)  # a head or body still to come after this read: its deadline runs from now
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self.scope[EDGE] = Edge(self._abort)  # type: ignore[literal-required]  # our own scope key
+        self.scope[EDGE] = HttpEdge(self)  # type: ignore[literal-required]  # our own scope key
         if self._head is None:
             self._head = 0
         self._head_size = self._header_count = 0
-        if self._deadline is None:
-            self._arm(self.limits.header_timeout, "header_timeout")
+        self._due = (self.limits.header_timeout, "header_timeout")
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
@@ -314,18 +401,61 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._head = None
         self._disarm()
-        self._arm(self.limits.body_timeout, "body_timeout")
+        self._due = (self.limits.body_timeout, "body_timeout")
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._disarm()
+        self._due = None
         self._head = 0  # whatever comes next is the next request's head
         super().on_message_complete()
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        """uvicorn starts one request's app at a time (a pipelined one waits): its edge is the running one."""
+        edge = cycle.scope.get(EDGE)
+        if isinstance(edge, HttpEdge):
+            edge._cycle = cycle
+            self._running = edge
+        super()._start_asgi_task(cycle, app)
 
     def handle_websocket_upgrade(self) -> None:
         self._disarm()  # the connection becomes a WebSocket's: no HTTP deadline applies any more
         self._stall.disarm()
         super().handle_websocket_upgrade()
+
+    # The keep-alive timeout (uvicorn's `timeout_keep_alive`): uvicorn arms a timer when a response is complete
+    # and cancels it when the next request's first bytes come, two timer operations per request. Here one
+    # timer per connection is left running: when it fires it closes a connection idle for the whole timeout
+    # since its last response, re-arms itself for the rest of one idle for less, and stops for a busy one
+    # (the next response complete arms it again).
+
+    def _unset_keepalive_if_required(self) -> None:
+        self._idle_since = None  # busy: the pending timer, if any, finds it so and stops
+
+    def on_response_complete(self) -> None:
+        """uvicorn's, with the keep-alive timer left armed (above)."""
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self.flow.resume_reading()
+        if self.pipeline:
+            self._idle_since = None
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+            return
+        self._idle_since = self.loop.time()
+        if self.timeout_keep_alive_task is None:
+            self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self._idle_check)
+
+    def _idle_check(self) -> None:
+        self.timeout_keep_alive_task = None
+        if self._idle_since is None:
+            return
+        left = self._idle_since + self.timeout_keep_alive - self.loop.time()
+        if left > 0:
+            self.timeout_keep_alive_task = self.loop.call_later(left, self._idle_check)
+            return
+        self.timeout_keep_alive_handler()
 
     def timeout_keep_alive_handler(self) -> None:
         if not self.transport.is_closing():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import threading
 import time
@@ -22,6 +23,8 @@ class UvicornThread:
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         # keep-alive longer than any test: a loaded machine must not turn the idle-close race into failures
+        if os.environ.get("GATEWAY_TEST_EDGE"):  # the gateway's own protocol (edge.py), as `serve` runs it
+            options.setdefault("http", "responses_gateway.edge:EdgeProtocol")
         config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1,
                                 timeout_keep_alive=120, **options)
         self.server = uvicorn.Server(config)

@@ -24,6 +24,7 @@ from starlette.responses import Response
 from .. import offload
 from ..composer import Composer
 from ..door import too_large
+from ..edge import HttpEdge, edge_of
 from ..errors import SERVER_ERROR, APIError
 from ..logs import RESPONSE_ID
 from ..protocol.bounds import InputLayout
@@ -92,19 +93,30 @@ class ClientGone(Exception):
 async def cancelled_if_client_leaves(request: Request) -> AsyncIterator[None]:
     """Run the block in this task, cancelled the moment the client goes away: waiting for the upstream's
     headers, or for a whole non-streamed answer, must not keep a model generating for nobody (once streaming,
-    the SSE sink watches). The work stays in this task, so nothing waits for a task switch."""
+    the SSE sink watches). The work stays in this task, so nothing waits for a task switch. Under the edge
+    (edge.py) it learns of the departure from the connection itself; elsewhere a task waits on `receive`."""
     task = asyncio.current_task()
     assert task is not None
     gone = False
 
-    async def watch() -> None:
+    def left() -> None:
         nonlocal gone
-        while (await request.receive())["type"] != "http.disconnect":
-            pass
         gone = True
         task.cancel()
 
-    watcher = asyncio.create_task(watch())
+    async def watch() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        left()
+
+    edge = edge_of(request.scope)
+    watcher = None
+    if isinstance(edge, HttpEdge):  # the edge tells (no task waiting on `receive`)
+        if edge.lost:
+            raise ClientGone
+        edge.on_lost = left
+    else:
+        watcher = asyncio.create_task(watch())
     try:
         yield
     except asyncio.CancelledError:
@@ -113,7 +125,10 @@ async def cancelled_if_client_leaves(request: Request) -> AsyncIterator[None]:
         task.uncancel()
         raise ClientGone from None
     finally:
-        watcher.cancel()
+        if watcher is not None:
+            watcher.cancel()
+        elif isinstance(edge, HttpEdge):
+            edge.on_lost = None
 
 
 async def create_response(request: Request) -> Response | EventStreamResponse:
