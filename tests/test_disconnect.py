@@ -15,7 +15,7 @@ def gateway(request, _upstream_server, tmp_path_factory):
     from tests.support.server import GatewayServer
 
     db = tmp_path_factory.mktemp("store") / "responses.db"
-    options = {"http": "responses_gateway.edge:EdgeProtocol"} if request.param == "edge" else {}
+    options = {"http": "responses_gateway.edge:EdgeProtocol" if request.param == "edge" else "httptools"}
     with GatewayServer(Settings(upstream_url=_upstream_server.base_url, db=str(db)), **options) as server:
         yield server
 

@@ -26,7 +26,7 @@ def served(upstream, tmp_path):
     servers: list[GatewayServer] = []
 
     def start(edge: bool = True, **settings) -> GatewayServer:
-        options = {"http": EDGE} if edge else {}
+        options = {"http": EDGE if edge else "httptools"}
         server = GatewayServer(Settings(**{"upstream_url": upstream.base_url, "db": str(tmp_path / "rg.db"),
                                            **settings}), **options)
         servers.append(server.__enter__())

@@ -23,8 +23,6 @@ class UvicornThread:
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         # keep-alive longer than any test: a loaded machine must not turn the idle-close race into failures
-        if os.environ.get("GATEWAY_TEST_EDGE"):  # the gateway's own protocol (edge.py), as `serve` runs it
-            options.setdefault("http", "responses_gateway.edge:EdgeProtocol")
         config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1,
                                 timeout_keep_alive=120, **options)
         self.server = uvicorn.Server(config)
@@ -54,4 +52,9 @@ class GatewayServer(UvicornThread):
     def __init__(self, settings: Settings, upstream=None, **options):
         """`options`: more uvicorn settings (e.g. ssl_certfile/ssl_keyfile)."""
         self.settings = settings
+        # The gateway's own protocols (edge.py), as `serve` runs them; GATEWAY_TEST_EDGE=0 runs uvicorn's
+        # plain ones (the ASGI path the app also serves under another server), `http="httptools"` one test's.
+        if os.environ.get("GATEWAY_TEST_EDGE", "1") != "0":
+            options.setdefault("http", "responses_gateway.edge:EdgeProtocol")
+            options.setdefault("ws", "responses_gateway.edge:EdgeWebSocketProtocol")
         super().__init__(create_app(settings, upstream), name="gateway", **settings.server_options(), **options)
