@@ -47,7 +47,7 @@ CONTEXT = [
     ("request: read, size check, parse, validate", ("read_request (responses_gateway/api/responses.py",)),
     ("routing, history, tools (prepare)", ("prepare (responses_gateway/respond.py",)),
     ("upstream request: build the body", ("build_body (responses_gateway/upstreams/chat_completions.py",)),
-    ("upstream request: send, await headers (aiohttp)", ("_open (responses_gateway/respond.py",)),
+    ("upstream request: send, await headers", ("_open (responses_gateway/respond.py",)),
     ("response set-up (skeleton, composer)", ("skeleton (responses_gateway/protocol/response.py",
                                               "__init__ (responses_gateway/composer.py")),
     ("composer: start", ("start (responses_gateway/composer.py",)),
@@ -58,8 +58,11 @@ FRAME = [
     ("composer: feed (per token)", ("responses_gateway/composer.py",)),
     ("SSE decode", ("responses_gateway/sse.py",)),
     ("chunk parse", ("responses_gateway/upstreams/chat_completions.py",)),
-    ("upstream read (aiohttp)", ("aiohttp/", "responses_gateway/upstreams/http.py")),
-    ("ASGI send to the client (uvicorn)", ("send (uvicorn/protocols/http/httptools_impl.py",)),
+    ("upstream read (net/http1 or aiohttp)", ("aiohttp/", "responses_gateway/net/http1.py",
+                                              "responses_gateway/upstreams/http.py")),
+    ("send to the client (edge write, or uvicorn's ASGI send)", ("write (responses_gateway/edge.py",
+                                                                "finish (responses_gateway/edge.py",
+                                                                "send (uvicorn/protocols/http/httptools_impl.py")),
     ("stream glue (pipeline, SSE sink)", ("responses_gateway/pipeline.py", "responses_gateway/api/streaming.py")),
     ("ids, metrics, logs", ("responses_gateway/ids.py", "responses_gateway/observe.py", "prometheus_client/",
                             "responses_gateway/metrics.py", "responses_gateway/logs.py", "logging/")),
@@ -74,7 +77,7 @@ ROOTS = {
     "request: read, size check, parse, validate": [("api/responses.py", "read_request")],
     "routing, history, tools (prepare)": [("responses_gateway/respond.py", "prepare")],
     "upstream request: build the body": [("upstreams/chat_completions.py", "build_body")],
-    "upstream request: send, await headers (aiohttp)": [("responses_gateway/respond.py", "_open")],
+    "upstream request: send, await headers": [("responses_gateway/respond.py", "_open")],
     "response set-up (skeleton, composer)": [("protocol/response.py", "skeleton"),
                                              ("responses_gateway/composer.py", "__init__")],
     "composer: start": [("responses_gateway/composer.py", "start")],
@@ -84,9 +87,14 @@ ROOTS = {
     "SSE encode": [("responses_gateway/sse.py", "encode_all")],
     "SSE decode": [("responses_gateway/sse.py", "feed")],
     "chunk parse": [("upstreams/chat_completions.py", "frames")],
-    "ASGI send to the client (uvicorn)": [("uvicorn/protocols/http/httptools_impl.py", "send")],
-    "upstream read (aiohttp protocol)": [("aiohttp/client_proto.py", "data_received")],
-    "HTTP server: request parsing (uvicorn)": [("uvicorn/protocols/http/httptools_impl.py", "data_received")],
+    # the tree since issue 24's round three (edge writes, net/http1), and before it (uvicorn's send, aiohttp)
+    "send to the client (edge write, or uvicorn's ASGI send)": [("responses_gateway/edge.py", "write"),
+                                                              ("responses_gateway/edge.py", "finish"),
+                                                              ("uvicorn/protocols/http/httptools_impl.py", "send")],
+    "upstream read (net/http1 protocol, or aiohttp's)": [("responses_gateway/net/http1.py", "data_received"),
+                                                        ("aiohttp/client_proto.py", "data_received")],
+    # (serve runs edge.EdgeProtocol, whose data_received calls uvicorn's: that one is inside it)
+    "HTTP server: request parsing (edge + uvicorn)": [("responses_gateway/edge.py", "data_received")],
 }
 
 
@@ -115,7 +123,7 @@ def profile_stages(path: Path) -> tuple[float, dict[str, float], list[tuple]]:
         stages[stage] = sum(v[3] for (f, _l, name), v in st.items() for suffix, root in roots
                             if name == root and f.endswith(suffix))
     build = stages.get("upstream request: build the body", 0.0)
-    stages["upstream request: send, await headers (aiohttp)"] -= build
+    stages["upstream request: send, await headers"] -= build
     funcs = [(f, line, name, v[1], v[2], v[3]) for (f, line, name), v in st.items()]
     return total, stages, funcs
 
