@@ -8,8 +8,6 @@ Responses `WebSocketErrorEvent` schema and the SDK's `ResponseWsError`.
 from __future__ import annotations
 
 import base64
-import datetime
-import ipaddress
 import json
 import os
 import socket
@@ -25,6 +23,7 @@ from websockets.sync.client import ClientConnection, connect
 from responses_gateway.config import Settings
 from responses_gateway.conformance.rules import TERMINAL
 from tests.helpers import sdk_validate
+from tests.support.certs import self_signed
 from tests.support.fake_chat import Sleep, Stream, error_in_stream, text_stream, tool_calls_stream
 from tests.support.schema import validate_event, validate_response, validate_ws_error
 from tests.support.server import GatewayServer
@@ -337,28 +336,6 @@ def test_wss_behind_tls(upstream, tmp_path):
         with httpx.Client(verify=context) as http:  # the same port serves HTTPS
             assert http.get(f"https://127.0.0.1:{server.port}/health").status_code == 200
 
-
-def self_signed(where) -> tuple:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_path, key_path = where / "cert.pem", where / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path
 
 
 def test_openai_sdk_websocket_client(gateway, upstream):
