@@ -30,6 +30,7 @@ import httptools
 IDLE_EXPIRY = 60.0  # seconds an idle pooled connection is kept
 MAX_IDLE = 256  # idle connections kept per origin (a burst of streams finishing together keeps them)
 HIGH_WATER = 1 << 18  # unread body bytes at which reading from the socket pauses (a slow reader)
+MAX_HEAD = 1 << 16  # bytes of an answer's status line and headers (aiohttp: 8 KiB a line; httptools has no bound)
 WRITE_PIECE = 1 << 16  # a large request body is written this much per loop turn
 USER_AGENT = "User-Agent: responses-gateway"
 
@@ -90,6 +91,7 @@ class Connection(asyncio.Protocol):
 
     def reset(self) -> None:
         self.received = False  # any byte of the current answer
+        self.head_bytes: int | None = 0  # bytes read while the answer's head was incomplete; None once it is whole
         self.status = 0
         self.headers: dict[str, str] = {}
         self.head: asyncio.Future[None] = self.loop.create_future()
@@ -112,12 +114,17 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.received = True
+        if self.head_bytes is not None:
+            self.head_bytes += len(data)
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
             self._fail(BadResponse(f"invalid HTTP answer: {exc}"))
         except zlib.error as exc:
             self._fail(BadResponse(f"invalid compressed body: {exc}"))
+        else:  # still no whole head after this read: an endless one would grow `headers` without a bound
+            if self.head_bytes is not None and self.head_bytes > MAX_HEAD:
+                self._fail(BadResponse(f"the answer's head is longer than {MAX_HEAD} bytes"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.keep_alive = False
@@ -152,6 +159,7 @@ class Connection(asyncio.Protocol):
             self.headers = {}
             return
         self.status = status
+        self.head_bytes = None
         headers = self.headers
         self.length_known = "content-length" in headers or "chunked" in headers.get("transfer-encoding", "")
         encoding = headers.get("content-encoding", "").strip().lower()

@@ -5,7 +5,6 @@ pooled connection, a connection lost mid-body, TLS, and failures named as `cause
 from __future__ import annotations
 
 import asyncio
-import datetime
 import gzip
 import ssl
 import zlib
@@ -18,6 +17,7 @@ import uvloop
 
 from responses_gateway import causes
 from responses_gateway.net import http1
+from tests.support.certs import self_signed
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 
@@ -67,18 +67,6 @@ class Server:
         return request[0]
 
 
-async def body_of(resp: http1.Response) -> bytes:
-    out = b""
-    while True:
-        data = resp.take()
-        if data is None:
-            await resp.wait()
-            continue
-        if not data:
-            return out
-        out += data
-
-
 def run(coro: Awaitable[Any]) -> Any:
     return uvloop.run(coro)  # type: ignore[arg-type]
 
@@ -106,7 +94,7 @@ def test_a_chunked_answer_arrives_piece_by_piece_and_the_request_is_sent_whole()
                 await resp.wait()
                 first = resp.take()
             assert first == b"data: 1\n\n"  # the first piece, before the second was sent
-            assert await body_of(resp) == b"data: 2\n\n"
+            assert await resp.read() == b"data: 2\n\n"
             resp.release()
             head, body = server.requests[0]
             assert head.startswith(b"POST /v1/chat/completions HTTP/1.1\r\n")
@@ -131,7 +119,7 @@ def test_content_length_answers_reuse_the_kept_alive_connection():
             client = http1.Client()
             for _ in range(3):
                 resp = await client.post(server.url(), {}, b"{}")
-                assert await body_of(resp) == b"hello"
+                assert await resp.read() == b"hello"
                 resp.release()
             assert server.connections == 1 and len(server.requests) == 3
             client.close()
@@ -153,7 +141,7 @@ def test_a_body_ended_by_the_close_is_whole_and_its_connection_not_reused():
             client = http1.Client()
             for _ in range(2):
                 resp = await client.post(server.url(), {}, b"{}")
-                assert await body_of(resp) == b"all of it"
+                assert await resp.read() == b"all of it"
                 resp.release()
             assert server.connections == 2
             client.close()
@@ -189,7 +177,7 @@ def test_compressed_answers_are_decoded(encoding: str):
         async with Server(handler) as server:
             client = http1.Client()
             resp = await client.post(server.url(), {}, b"{}")
-            assert await body_of(resp) == text
+            assert await resp.read() == text
             resp.release()
             client.close()
 
@@ -214,7 +202,7 @@ def test_a_stale_pooled_connection_is_retried_once_on_a_new_one():
             client = http1.Client()
             for _ in range(2):
                 resp = await client.post(server.url(), {}, b"{}")
-                assert await body_of(resp) == b"ok"
+                assert await resp.read() == b"ok"
                 resp.release()
             assert server.connections == 2
             client.close()
@@ -310,6 +298,28 @@ def test_an_error_answer_is_read_whole():
     run(main())
 
 
+def test_an_endless_answer_head_fails_at_its_bound():
+    """A server that sends header lines for ever: the client stops at MAX_HEAD bytes with BadResponse (the
+    headers it kept are bounded), instead of growing them until the connection ends."""
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await server.answer(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
+        for i in range(100_000):
+            writer.write(b"X-Filler-%d: %s\r\n" % (i, b"x" * 100))
+            await writer.drain()
+
+    async def main() -> None:
+        nonlocal server
+        async with Server(handler) as server:
+            client = http1.Client()
+            with pytest.raises(http1.BadResponse, match="head is longer"):
+                await asyncio.wait_for(client.post(server.url(), {}, b"{}"), 10)
+            client.close()
+
+    server: Server
+    run(main())
+
+
 def test_idle_connections_expire(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(http1, "IDLE_EXPIRY", 0.1)
 
@@ -324,7 +334,7 @@ def test_idle_connections_expire(monkeypatch: pytest.MonkeyPatch):
             client = http1.Client()
             for _ in range(2):
                 resp = await client.post(server.url(), {}, b"{}")
-                assert await body_of(resp) == b"ok"
+                assert await resp.read() == b"ok"
                 resp.release()
                 await asyncio.sleep(0.3)
             assert server.connections == 2
@@ -351,31 +361,6 @@ def test_connection_refused_is_named_so():
     run(main())
 
 
-def self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    """A certificate for `localhost` and 127.0.0.1, made here (no network, no files shipped)."""
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_file, key_file
 
 
 def test_tls_with_a_trusted_certificate_and_sni(tmp_path: Path):
@@ -397,7 +382,7 @@ def test_tls_with_a_trusted_certificate_and_sni(tmp_path: Path):
             client = http1.Client(ssl_context=client_ctx)
             for _ in range(2):
                 resp = await client.post(server.url("https", "localhost"), {}, b"{}")
-                assert await body_of(resp) == b"ok"
+                assert await resp.read() == b"ok"
                 resp.release()
             assert server.connections == 1 and names == ["localhost"]
             client.close()
@@ -484,7 +469,7 @@ def test_a_slow_reader_pauses_the_socket_and_gets_every_byte_in_order():
             await asyncio.sleep(0.3)
             conn = next(iter(next(iter(client.pools.values())).busy))
             assert conn.paused  # not reading past the mark while nobody takes
-            assert await body_of(resp) == b"".join(pieces)
+            assert await resp.read() == b"".join(pieces)
             resp.release()
             client.close()
 
@@ -539,7 +524,7 @@ def test_an_informational_answer_before_the_real_one_is_skipped():
             client = http1.Client()
             resp = await client.post(server.url(), {}, b"{}")
             assert resp.status == 200 and resp.content_type == "text/event-stream"
-            assert await body_of(resp) == b"ok\n\n"
+            assert await resp.read() == b"ok\n\n"
             resp.release()
             client.close()
 
