@@ -8,6 +8,7 @@ sleeps in `waitpid`, holding neither the GIL nor the event loop. Starting the ch
 from __future__ import annotations
 
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -17,6 +18,13 @@ import orjson
 from .extract import ExtractError, Limits
 
 CHILD = "responses_gateway.tools.file_search.pdf_child"
+KEPT_ENV = ("PATH", "PYTHONPATH", "LANG", "LC_ALL")  # what the child needs to start; no keys, no settings
+
+
+def child_env() -> dict[str, str]:
+    """The child's environment: the file is hostile, so none of the gateway's secrets (API keys, database
+    URLs in RG_* variables) are within its reach, should a PDF ever take over its reader."""
+    return {name: os.environ[name] for name in KEPT_ENV if name in os.environ}
 
 
 def pdf_text_isolated(data: bytes, limits: Limits) -> str:
@@ -26,7 +34,8 @@ def pdf_text_isolated(data: bytes, limits: Limits) -> str:
     args = [sys.executable, "-m", CHILD, str(limits.max_chars), str(limits.max_pdf_pages), str(limits.pdf_memory),
             str(max(1, math.ceil(seconds)))]
     try:
-        done = subprocess.run(args, input=data, capture_output=True, timeout=seconds, check=False)
+        done = subprocess.run(args, input=data, capture_output=True, timeout=seconds, check=False,
+                              env=child_env())
     except subprocess.TimeoutExpired:  # run() killed the child
         raise ExtractError("invalid_file", f"The PDF took more than {seconds:g} s to read (--pdf-timeout); "
                                            "it is not indexed.") from None

@@ -33,3 +33,13 @@ def test_a_pdf_that_needs_too_much_memory_fails_alone():
         extract(slow_pdf(2_000_000), "big.pdf", Limits(10**8, 10, pdf_seconds=60.0, pdf_memory=128 << 20))
     assert time.monotonic() - started < 30.0
     assert err.value.code == "invalid_file" and "128 MiB" in err.value.message, err.value.message
+
+
+def test_the_child_gets_none_of_the_gateways_secrets(monkeypatch):
+    from responses_gateway.tools.file_search.pdf import child_env
+
+    monkeypatch.setenv("RG_UPSTREAM_API_KEY", "sk-secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-other")
+    env = child_env()
+    assert "sk-secret" not in env.values() and "sk-other" not in env.values()
+    assert set(env) <= {"PATH", "PYTHONPATH", "LANG", "LC_ALL"}
