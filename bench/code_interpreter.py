@@ -2,7 +2,7 @@
 idle container. Loopback and local processes only; nothing goes to the network.
 
     python -m bench.code_interpreter              # 20 cold starts, 200 warm calls
-    python -m bench.code_interpreter --quick      # a smoke run (what tests/test_bench_code_interpreter.py runs)
+    python -m bench.code_interpreter --quick      # a smoke run (what tests/benchmarks/test_bench_code_interpreter.py runs)
 
 Measured at two levels:
 

@@ -1,5 +1,5 @@
 """door.py alone: admission (in flight, per-key concurrency and rate) and the request bounds, without a server.
-The same door serves every transport (tests/test_front_door.py drives it through each)."""
+The same door serves every transport (tests/edge/test_front_door.py drives it through each)."""
 
 from __future__ import annotations
 
