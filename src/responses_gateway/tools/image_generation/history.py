@@ -65,7 +65,8 @@ def rendered(item: Item) -> str:
                 f"later, call {NAME} with \"edit\": \"{item_id}\".")
     error = item.get("error")
     reason = error.get("message") if isinstance(error, dict) else None
-    return f"The image could not be made: {reason or 'the call ended ' + str(item.get('status') or 'unfinished')}."
+    reason = reason or f"the call ended {item.get('status') or 'unfinished'}"
+    return f"The image could not be made: {reason.rstrip('.')}."
 
 
 def lower(item: Item) -> tuple[Item, Item]:
