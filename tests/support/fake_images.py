@@ -89,6 +89,7 @@ class FakeImages:
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._lock = threading.Lock()
+        self._noise: dict[int, bytes] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -265,8 +266,11 @@ class FakeImages:
 
     def _picture(self, width: int, height: int, color: tuple[int, int, int],
                  square: tuple[int, int, int] | None) -> bytes:
-        if self.image_bytes is not None:
-            return pngs.noise(self.image_bytes)
+        if self.image_bytes is not None:  # made once per size: a 1 MiB noise PNG takes tens of milliseconds
+            noise = self._noise.get(self.image_bytes)
+            if noise is None:
+                noise = self._noise[self.image_bytes] = pngs.noise(self.image_bytes)
+            return noise
         return pngs.draw(width, height, color, square=square)
 
     def _meta(self, body: dict[str, Any], picture: bytes) -> dict[str, Any]:

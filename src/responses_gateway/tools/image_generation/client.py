@@ -79,6 +79,7 @@ class Ask:
 class Partial:
     index: int
     b64: str
+    meta: dict[str, str] = field(default_factory=dict)  # size, quality, output_format, background it reported
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ class ImagesClient:
                 if kind.endswith(".partial_image"):
                     b64 = event.get("b64_json")
                     if isinstance(b64, str):
-                        yield Partial(int(event.get("partial_image_index") or 0), b64)
+                        yield Partial(int(event.get("partial_image_index") or 0), b64, _meta(event))
                 elif kind.endswith(".completed"):
                     yield await self._made({"data": [event], **{k: event.get(k) for k in META}})
                     return
@@ -191,7 +192,7 @@ class ImagesClient:
         first = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else None
         if first is None:
             raise ImagesError("The images server answered without an image.", code="images_server_error")
-        meta = {k: v for k in META if isinstance(v := answer.get(k), str)}
+        meta = _meta(answer)
         revised = first.get("revised_prompt") if isinstance(first.get("revised_prompt"), str) else None
         b64 = first.get("b64_json")
         if isinstance(b64, str) and b64:
@@ -212,6 +213,10 @@ class ImagesClient:
         except FetchError as exc:
             raise ImagesError(str(exc), code="image_fetch_failed") from None
         return Made(base64.b64encode(image).decode(), revised, meta)
+
+
+def _meta(answer: dict[str, Any]) -> dict[str, str]:
+    return {k: v for k in META if isinstance(v := answer.get(k), str)}
 
 
 def too_large(limit: int) -> ImagesError:
