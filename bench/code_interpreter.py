@@ -35,6 +35,7 @@ from responses_gateway.tools.code_interpreter.bubblewrap import Bubblewrap
 from responses_gateway.tools.code_interpreter.channel import Interpreter
 from responses_gateway.tools.code_interpreter.registry import Options, Registry
 from responses_gateway.tools.code_interpreter.sandbox import Limits, Spec
+from responses_gateway.tools.code_interpreter.store import ContainerQueries
 
 COLD_TARGET = 0.500
 WARM_TARGET = 0.020
@@ -85,7 +86,8 @@ async def container_level(base: Path, cold_n: int, warm_n: int) -> tuple[list[fl
     store = open_store(str(base / "store.db"))
     await store.open()
     await store.upgrade()
-    registry = Registry(Bubblewrap(base / "sandbox"), store, Options(base=base / "containers", max_live=4))
+    registry = Registry(Bubblewrap(base / "sandbox"), store.role(ContainerQueries),
+                        Options(base=base / "containers", max_live=4))
     await registry.open()
     cold: list[float] = []
     try:

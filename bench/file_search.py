@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from responses_gateway.store import open_store  # noqa: E402
+from responses_gateway.tools.file_search.store import VectorStoreQueries  # noqa: E402
 from tests.support.fake_chat import (  # noqa: E402
     EMBEDDING_MODEL,
     FakeChatUpstream,
@@ -161,9 +162,11 @@ def build_store(db: str, chunks: int, dimension: int = 384) -> str:
         await store.upgrade()
         try:
             vs_id, now, owner = f"vs_bench{uuid.uuid4().hex[:8]}", int(time.time()), ""
-            await store.create_vector_store({"id": vs_id, "object": "vector_store", "created_at": now, "name": "b",
-                                             "metadata": {}, "expires_after": None, "expires_at": None}, owner,
-                                            EMBEDDING_MODEL)
+            vectors = store.role(VectorStoreQueries)  # file_search's own role of the store
+            await vectors.ensure_search_index()
+            await vectors.create_vector_store({"id": vs_id, "object": "vector_store", "created_at": now, "name": "b",
+                                               "metadata": {}, "expires_after": None, "expires_at": None}, owner,
+                                              EMBEDDING_MODEL)
             rng = np.random.default_rng(7)
             files = 100
             per_file = chunks // files

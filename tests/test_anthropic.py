@@ -15,7 +15,7 @@ from responses_gateway.errors import UpstreamError
 from responses_gateway.protocol.items import normalize_input
 from responses_gateway.protocol.reasoning import seal, unseal
 from responses_gateway.protocol.request import parse_request
-from responses_gateway.protocol.tools import found_tools, normalize_tools
+from responses_gateway.protocol.tools import EMPTY, found_tools, normalize_tools
 from responses_gateway.route import Route
 from responses_gateway.upstreams.anthropic import AnthropicUpstream
 from responses_gateway.upstreams.anthropic_messages import build_body, thinking_blocks
@@ -79,7 +79,7 @@ def http(gateway):
 def body_for(request: dict, route: Route | None = None) -> dict:
     """What the adapter would send upstream for a Responses request body (no network)."""
     req = parse_request(orjson.dumps({"model": "claude-x", **request}))
-    items = normalize_input(req.input)
+    items = normalize_input(req.input, EMPTY)
     tools = normalize_tools(req.tools, req.tool_choice, found=found_tools(items))
     call = Call(req, items, tools, req.instructions)
     return build_body(call, route or Route(kind="anthropic", base_url="http://x"))

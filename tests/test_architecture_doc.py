@@ -1,13 +1,16 @@
-"""docs/architecture.md: its example gateway-run tool, registered and run as written behind a real gateway."""
+"""docs/architecture.md: its example gateway-run tool — a kit with a settings group, a service and an HTTP API —
+registered and run as written behind a real gateway."""
 
 import re
 import types
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 
-from responses_gateway.config import Settings
+from responses_gateway import configure
+from responses_gateway.configure import make as make_settings
 from responses_gateway.tools import kits
 from tests.support.fake_chat import Stream, text_stream, tool_calls_stream
 from tests.support.server import GatewayServer
@@ -27,7 +30,8 @@ def _example_module() -> types.ModuleType:
 def word_count_gateway(upstream, tmp_path):
     kits.register(_example_module().KIT)
     try:
-        with GatewayServer(Settings(upstream_url=upstream.base_url, db=str(tmp_path / "r.db"))) as gateway:
+        settings = make_settings(upstream_url=upstream.base_url, db=str(tmp_path / "r.db"), word_count_max_chars=30)
+        with GatewayServer(settings) as gateway:
             yield gateway
     finally:
         kits.unregister("word_count")
@@ -53,6 +57,21 @@ def test_the_documented_tool_runs_between_upstream_steps(word_count_gateway, ups
     upstream.enqueue(Stream(text_stream(["Yes."])))
     client.responses.create(model="m", input="Sure?", previous_response_id=response.id, tools=[{"type": "word_count"}])
     assert {"role": "tool", "tool_call_id": call.id, "content": "3"} in upstream.requests[2].body["messages"]
+
+    # its service counted, and its own HTTP API says so
+    assert httpx.get(f"{word_count_gateway.url}/v1/word_count/stats").json() == {"words": 3}
+
+
+def test_the_documented_tool_has_its_setting_flag_and_service(word_count_gateway, upstream):
+    """`--word-count-max-chars` (here 30) is the service's bound: a longer text is a failed call the model sees."""
+    assert "--word-count-max-chars" in configure.readme_tables()  # a flag, a variable and a README row
+    upstream.enqueue(Stream(tool_calls_stream([("call_1", "word_count", ['{"text": "' + "word " * 10 + '"}'])])),
+                     Stream(text_stream(["Too long."])))
+    client = openai.OpenAI(base_url=f"{word_count_gateway.url}/v1", api_key="unused", max_retries=0)
+    response = client.responses.create(model="m", input="count", tools=[{"type": "word_count"}])
+    call = response.output[0]
+    assert (call.type, call.status) == ("word_count_call", "failed")
+    assert "longer than 30 characters" in upstream.requests[1].body["messages"][-1]["content"]
 
 
 def test_the_documented_tool_refuses_options_with_a_400(word_count_gateway):

@@ -16,7 +16,7 @@ import httpx
 import openai
 import pytest
 
-from responses_gateway.config import Settings
+from responses_gateway.configure import make as make_settings
 from tests.support.code_interpreter import AUTO, OUTPUTS, answer, call_of, code_call, logs, run_code
 from tests.support.fake_chat import Stream, text_stream
 from tests.support.recordings import RECORDINGS_DIR, load_recording
@@ -31,7 +31,7 @@ CELL = "print('P1')\n1+1\nprint('P2')\n2+2\n3+3"
 @pytest.fixture(scope="module")
 def ci_gateway(_upstream_server, tmp_path_factory):
     db = tmp_path_factory.mktemp("ci") / "responses.db"
-    with GatewayServer(Settings(upstream_url=_upstream_server.base_url, db=str(db),
+    with GatewayServer(make_settings(upstream_url=_upstream_server.base_url, db=str(db),
                                 code_interpreter="bubblewrap", code_interpreter_timeout=20)) as server:
         yield server
 
@@ -285,7 +285,7 @@ def test_the_tool_is_refused_with_a_400_saying_why_where_the_sandbox_cannot_run(
     fake = _forbidding_bwrap(tmp_path)
     monkeypatch.setattr(service, "make_sandbox", lambda settings, base: bubblewrap.Bubblewrap(base, bwrap=str(fake)))
     monkeypatch.setattr(service, "_probed", {})
-    settings = Settings(upstream_url=upstream.base_url, db=str(tmp_path / "r.db"))
+    settings = make_settings(upstream_url=upstream.base_url, db=str(tmp_path / "r.db"))
     with GatewayServer(settings) as gateway:
         c = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="k", max_retries=0)
         with pytest.raises(openai.BadRequestError) as caught:

@@ -8,7 +8,7 @@ import importlib.util
 import openai
 import pytest
 
-from responses_gateway.config import Settings
+from responses_gateway.configure import make as make_settings
 from tests.support.code_interpreter import answer, code_call
 from tests.support.server import GatewayServer
 
@@ -24,7 +24,7 @@ set_tracing_disabled(True)
 def test_the_agents_sdk_code_interpreter_tool_runs_code_in_the_gateways_sandbox(upstream, tmp_path):
     upstream.enqueue(code_call("import statistics\nstatistics.mean([3, 5, 10])"),
                      answer("The mean is 6."))
-    with GatewayServer(Settings(upstream_url=upstream.base_url, db=str(tmp_path / "r.db"),
+    with GatewayServer(make_settings(upstream_url=upstream.base_url, db=str(tmp_path / "r.db"),
                                 code_interpreter="bubblewrap")) as gateway:
 
         async def main():

@@ -10,14 +10,15 @@ import time
 import openai
 import pytest
 
-from responses_gateway.config import Settings
+from responses_gateway.configure import make as make_settings
+from responses_gateway.tools.code_interpreter.kit import KIT as CODE_INTERPRETER
 from tests.support.code_interpreter import call_of, logs, run_code
 from tests.support.server import GatewayServer
 
 
 @pytest.fixture
 def small(upstream, tmp_path):
-    settings = Settings(upstream_url=upstream.base_url, db=str(tmp_path / "r.db"), code_interpreter="bubblewrap",
+    settings = make_settings(upstream_url=upstream.base_url, db=str(tmp_path / "r.db"), code_interpreter="bubblewrap",
                         code_interpreter_key_containers=3, code_interpreter_max_live=1)
     with GatewayServer(settings) as gateway:
         gateway.client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="k", max_retries=0, timeout=60)
@@ -25,7 +26,7 @@ def small(upstream, tmp_path):
 
 
 def _registry(gateway):
-    return gateway.app.state.services.code_interpreter.registry
+    return gateway.app.state.services.tools.service(CODE_INTERPRETER).registry
 
 
 def test_an_idle_container_expires_with_its_files(small, upstream):

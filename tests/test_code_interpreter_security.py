@@ -17,7 +17,7 @@ import httpx
 import openai
 import pytest
 
-from responses_gateway.config import Settings
+from responses_gateway.configure import make as make_settings
 from tests.support.code_interpreter import AUTO, answer, call_of, code_call, logs, run_code
 from tests.support.server import GatewayServer
 
@@ -32,7 +32,7 @@ def secured(_upstream_server, tmp_path_factory):
     db = tmp_path_factory.mktemp("ci-sec") / "responses.db"
     os.environ["RG_PROBE_SECRET"] = SECRET  # the gateway's environment holds a secret the code must not see
     try:
-        with GatewayServer(Settings(upstream_url=_upstream_server.base_url, db=str(db), api_keys=",".join(KEYS),
+        with GatewayServer(make_settings(upstream_url=_upstream_server.base_url, db=str(db), api_keys=",".join(KEYS),
                                     upstream_api_key=SECRET, code_interpreter="bubblewrap",
                                     code_interpreter_timeout=TIMEOUT, code_interpreter_disk_bytes=DISK,
                                     code_interpreter_processes=32)) as server:

@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from responses_gateway.config import Settings
+from responses_gateway.configure import make as make_settings
 from tests import helpers
 from tests.support import backends
 from tests.support.fake_chat import EMBEDDING_MODEL, error_json, make_usage, text_stream, tool_calls_stream
@@ -234,7 +234,7 @@ def test_two_replicas_on_one_postgresql(pg_database, upstream):
     b = backends.Backend("postgresql", pg_database)
     b.clear()
     clear(b)
-    settings = Settings(upstream_url=upstream.base_url, db=pg_database, embeddings_model=EMBEDDING_MODEL)
+    settings = make_settings(upstream_url=upstream.base_url, db=pg_database, embeddings_model=EMBEDDING_MODEL)
     with GatewayServer(settings) as one, GatewayServer(settings) as two:
         vs_id = make_store(sdk(one))
         assert sdk(two).vector_stores.search(vs_id, query="Danube").data[0].filename == "rivers.html"
@@ -302,7 +302,7 @@ def test_a_10000_page_pdf_fails_at_once_and_the_server_keeps_answering(gw, upstr
 
 def test_without_a_store_the_tool_is_handled_by_hosted_tools(upstream):
     for policy in ("reject", "drop"):
-        settings = Settings(upstream_url=upstream.base_url, db="none", hosted_tools=policy)
+        settings = make_settings(upstream_url=upstream.base_url, db="none", hosted_tools=policy)
         with GatewayServer(settings) as gw:
             client = sdk(gw)
             if policy == "reject":

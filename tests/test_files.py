@@ -15,6 +15,7 @@ import pytest
 from openai.types import FileDeleted, FileObject
 
 from responses_gateway.store import open_store
+from responses_gateway.tools.file_search.service import FileSearchStore
 from tests.support import backends
 
 pg_database = backends.pg_database
@@ -42,12 +43,14 @@ def sdk(gw, key: str = "unused") -> openai.OpenAI:
 
 
 def sweep(db: str, role: str) -> int:
-    """Run one of the store's sweeps (`purge_files`, `purge_vector_stores`) as the server's timer does."""
+    """Run one of the sweeps (the store's `purge_files`, file_search's `purge_vector_stores`) as the server's
+    timers do."""
     async def run() -> int:
         store = open_store(db)
         await store.open()
         try:
-            swept: int = await getattr(store, role)()
+            holder = store.role(FileSearchStore) if role == "purge_vector_stores" else store
+            swept: int = await getattr(holder, role)()
             return swept
         finally:
             await store.close()

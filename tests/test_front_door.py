@@ -23,7 +23,7 @@ import pytest
 import redis
 from websockets.sync.client import ClientConnection, connect
 
-from responses_gateway.api import shared_limits
+from responses_gateway import shared_limits
 from responses_gateway.api.auth import owner_of
 from responses_gateway.config import Settings
 from tests.support import backends

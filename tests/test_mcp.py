@@ -9,7 +9,7 @@ import sqlite3
 import openai
 import pytest
 
-from responses_gateway.config import Settings
+from responses_gateway.configure import make as make_settings
 from tests import helpers
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
 from tests.support.server import GatewayServer
@@ -21,7 +21,7 @@ stream = helpers.stream  # checker, spec schemas and the openai SDK's own models
 @pytest.fixture(scope="module")
 def mcp_gateway(_upstream_server, tmp_path_factory):
     db = tmp_path_factory.mktemp("mcp") / "db.sqlite"
-    settings = Settings(upstream_url=_upstream_server.base_url, db=str(db), mcp_allow_hosts="127.0.0.1",
+    settings = make_settings(upstream_url=_upstream_server.base_url, db=str(db), mcp_allow_hosts="127.0.0.1",
                         mcp_timeout=3.0, max_tool_rounds=3)
     with GatewayServer(settings) as gw:
         gw.db = db
@@ -182,7 +182,7 @@ def test_server_unreachable(http, upstream):
 def test_loopback_refused_without_allow_list(upstream, mcp_server, tmp_path):
     import httpx
 
-    settings = Settings(upstream_url=upstream.base_url, db=str(tmp_path / "db"))
+    settings = make_settings(upstream_url=upstream.base_url, db=str(tmp_path / "db"))
     with GatewayServer(settings) as gw, httpx.Client(base_url=gw.url, timeout=30) as client:
         upstream.enqueue(text_stream(["no tools"]))
         result = stream(client, {"model": "m", "input": "x", "tools": [mcp_tool(mcp_server)]})
@@ -254,12 +254,12 @@ IMPORTS_MCP_ONLY_WHEN_RUN = '''
 import sys
 from starlette.testclient import TestClient
 from responses_gateway.app import create_app
-from responses_gateway.config import Settings
+from responses_gateway.configure import make as make_settings
 
 def post(http, **body):
     return http.post("/v1/responses", json={"model": "demo", "input": "hi", **body})
 
-with TestClient(create_app(Settings(db="none"))) as http:
+with TestClient(create_app(make_settings(db="none"))) as http:
     assert post(http, stream=True).status_code == 200
     assert post(http, tools=[{"type": "function", "name": "f"}]).status_code == 200
     bad = post(http, tools=[{"type": "mcp", "server_label": "s"}])  # parsed and refused without the SDK

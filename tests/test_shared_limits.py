@@ -22,7 +22,7 @@ import httpx
 import pytest
 import redis
 
-from responses_gateway.api import shared_limits
+from responses_gateway import shared_limits
 from responses_gateway.api.auth import owner_of
 from responses_gateway.config import Settings
 from tests.support import backends, redis_cluster

@@ -8,7 +8,7 @@ from responses_gateway import generation
 from responses_gateway.errors import UpstreamError
 from responses_gateway.protocol.items import normalize_input
 from responses_gateway.protocol.request import CreateResponse
-from responses_gateway.protocol.tools import normalize_tools
+from responses_gateway.protocol.tools import EMPTY, normalize_tools
 from responses_gateway.route import Route
 from responses_gateway.upstreams.base import Call
 from responses_gateway.upstreams.registry import build_upstream
@@ -285,7 +285,7 @@ def test_tokens_sent_before_a_dropped_connection_reach_a_late_reader(upstream):
     async def read_late() -> tuple[str, bool]:
         adapter = build_upstream(Route(kind="chat_completions", base_url=upstream.base_url))
         req = CreateResponse(model="m", input="x")
-        stream_ = await adapter.open(Call(req, normalize_input(req.input), normalize_tools(None, None)))
+        stream_ = await adapter.open(Call(req, normalize_input(req.input, EMPTY), normalize_tools(None, None)))
         await asyncio.sleep(0.5)  # the tokens and the connection's loss have both arrived by now
         text, lost = "", False
         try:

@@ -61,10 +61,10 @@ def test_an_upstream_refusal_ends_the_span_in_error(http, upstream, spans):
 def mcp_http(_upstream_server, tmp_path_factory):
     import httpx
 
-    from responses_gateway.config import Settings
+    from responses_gateway.configure import make as make_settings
     from tests.support.server import GatewayServer
 
-    settings = Settings(upstream_url=_upstream_server.base_url, db=str(tmp_path_factory.mktemp("mcp") / "db"),
+    settings = make_settings(upstream_url=_upstream_server.base_url, db=str(tmp_path_factory.mktemp("mcp") / "db"),
                         mcp_allow_hosts="127.0.0.1", mcp_timeout=5.0)
     with GatewayServer(settings) as gw, httpx.Client(base_url=gw.url, timeout=30) as client:
         yield client

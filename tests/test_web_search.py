@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from responses_gateway.config import Settings
+from responses_gateway.configure import make as make_settings
 from responses_gateway.tools.web_search.render import CLOSE, OPEN
 from tests import helpers
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
@@ -29,7 +29,7 @@ TITLE = "Interest rates & the Fed – Example News"
 def ws_gateway(_upstream_server, _fake_web, tmp_path_factory):
     web = _fake_web
     db = tmp_path_factory.mktemp("websearch") / "db.sqlite"
-    settings = Settings(upstream_url=_upstream_server.base_url, db=str(db), web_search=f"searxng={web.url}/searxng",
+    settings = make_settings(upstream_url=_upstream_server.base_url, db=str(db), web_search=f"searxng={web.url}/searxng",
                         web_fetch_allow_hosts=web.host, web_fetch_timeout=2.0, web_fetch_max_bytes=1_000_000,
                         web_search_cache_ttl=0, max_tool_rounds=4)
     with GatewayServer(settings) as gw:
@@ -289,7 +289,7 @@ def test_without_a_provider_the_tool_follows_hosted_tools(gateway, upstream, tmp
         upstream.enqueue(text_stream(["I cannot browse."]))
         result = stream(client, {"model": "m", "input": "q", "tools": [{"type": "web_search"}]})
         assert result.response["tools"] == [] and "tools" not in upstream.requests[0].body
-    settings = Settings(upstream_url=_upstream_server.base_url, db="none", hosted_tools="reject")
+    settings = make_settings(upstream_url=_upstream_server.base_url, db="none", hosted_tools="reject")
     with GatewayServer(settings) as gw, httpx.Client(base_url=gw.url, timeout=30) as client:
         resp = client.post("/v1/responses", json={"model": "m", "input": "q", "tools": [{"type": "web_search"}]})
         assert resp.status_code == 400
@@ -358,7 +358,7 @@ def test_in_a_background_response_too(http, upstream, web):
 
 
 def test_the_deployments_deny_list_beats_any_request(upstream, web, _upstream_server):
-    settings = Settings(upstream_url=_upstream_server.base_url, db="none", web_search=f"searxng={web.url}/searxng",
+    settings = make_settings(upstream_url=_upstream_server.base_url, db="none", web_search=f"searxng={web.url}/searxng",
                         web_fetch_allow_hosts=web.host, web_search_deny_domains="127.0.0.1")
     with GatewayServer(settings) as gw, httpx.Client(base_url=gw.url, timeout=30) as client:
         upstream.enqueue(tool_calls_stream([("c1", "web_search", [json.dumps({"queries": ["rates"]})]),

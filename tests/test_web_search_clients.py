@@ -11,7 +11,7 @@ import json
 import openai
 import pytest
 
-from responses_gateway.config import Settings
+from responses_gateway.configure import make as make_settings
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
 from tests.support.node import require_node_packages, run_node_script
 from tests.support.server import GatewayServer
@@ -23,7 +23,7 @@ TITLE = "Interest rates & the Fed – Example News"
 def ws_gateway(_upstream_server, _fake_web, tmp_path_factory):
     web = _fake_web
     db = tmp_path_factory.mktemp("websearch-clients") / "db.sqlite"
-    settings = Settings(upstream_url=_upstream_server.base_url, db=str(db), web_search=f"searxng={web.url}/searxng",
+    settings = make_settings(upstream_url=_upstream_server.base_url, db=str(db), web_search=f"searxng={web.url}/searxng",
                         web_fetch_allow_hosts=web.host, web_search_cache_ttl=0)
     with GatewayServer(settings) as gw:
         yield gw

@@ -27,6 +27,7 @@ from responses_gateway.tools.web_search.options import Location
 from responses_gateway.tools.web_search.provider import ProviderError, Query
 from responses_gateway.tools.web_search.searxng import SearXNG
 from responses_gateway.tools.web_search.service import WebSearch
+from responses_gateway.tools.web_search.settings import WebSearchSettings
 from responses_gateway.tools.web_search.tavily import Tavily
 from tests.support.mcp_server import build_app
 from tests.support.server import UvicornThread
@@ -152,21 +153,22 @@ def test_the_flag_and_the_routing_file(tmp_path, monkeypatch):
                       ("mcp=ftp://x", "must be http")):
         with pytest.raises(ValueError, match=says):
             parse_spec(bad)
-    config = from_settings(Settings(web_search="brave,exa", brave_api_key="b", exa_api_key="e", web_search_rate=2))
+    group = WebSearchSettings(web_search="brave,exa", brave_api_key="b", exa_api_key="e", web_search_rate=2)
+    config = from_settings(Settings(), group)
     assert [(p.kind, p.api_key, p.rate) for p in config.providers] == [("brave", "b", 2.0), ("exa", "e", 2.0)]
     toml = tmp_path / "routes.toml"
     toml.write_text('[[routes]]\nmatch = "*"\nbase_url = "http://127.0.0.1:1/v1"\n\n[web_search]\n'
                     'deny_domains = ["bad.example"]\n[[web_search.providers]]\nkind = "tavily"\n'
                     'api_key_env = "MY_TAVILY"\nrate = 1\ncache_ttl = 0\n[[web_search.providers]]\nkind = "searxng"\n'
                     'url = "http://127.0.0.1:8888"\n')
-    config = from_settings(Settings(config=str(toml)), {"MY_TAVILY": "tvly-x"})
+    config = from_settings(Settings(config=str(toml)), WebSearchSettings(), {"MY_TAVILY": "tvly-x"})
     assert [(p.kind, p.url, p.api_key, p.rate, p.cache_ttl) for p in config.providers] == [
         ("tavily", "https://api.tavily.com", "tvly-x", 1.0, 0.0), ("searxng", "http://127.0.0.1:8888", None, 5.0, 600.0)]
     assert config.deny_domains == ("bad.example",)
     toml.write_text('[web_search]\n[[web_search.providers]]\nkind = "searxng"\nurl = "http://x"\nspeed = 3\n')
     with pytest.raises(ValueError, match=r"providers\[0\]: unknown keys \['speed'\]"):
-        from_settings(Settings(config=str(toml)))
-    assert from_settings(Settings()) is None
+        from_settings(Settings(config=str(toml)), WebSearchSettings())
+    assert from_settings(Settings(), WebSearchSettings()) is None
 
 
 class SearchServer(UvicornThread):

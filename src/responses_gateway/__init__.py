@@ -16,7 +16,7 @@ if _typing.TYPE_CHECKING:
     from .client import Accumulator, Event, ResponseStream, read_stream
     from .config import Settings
 
-__version__ = "0.1.0"
+from .version import __version__
 
 # public name -> the module that defines it
 _EXPORTS = {

@@ -8,7 +8,7 @@ import copy
 import gc
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from starlette.applications import Starlette
@@ -20,9 +20,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import access, logs, metrics, tracing
-from .api import containers, conversations
-from .api import files as files_api
-from .api import vector_stores as vs_api
+from .api import conversations
 from .api.admission import Admission
 from .api.auth import KeyAuth, start_owners
 from .api.body import BodyPace
@@ -30,7 +28,6 @@ from .api.compact import compact_response
 from .api.errors import HANDLERS
 from .api.input_tokens import count_input_tokens
 from .api.responses import create_response
-from .api.shared_limits import SharedLimits
 from .api.stored import cancel_response, delete_response, get_response, list_input_items
 from .api.streaming import SERVER_SEND
 from .api.websocket import responses_websocket
@@ -39,14 +36,11 @@ from .config import Settings
 from .door import Door, Limits
 from .routing import Router, Rule, load_rules
 from .services import Services, of
+from .shared_limits import SharedLimits
 from .shutdown import on_sigterm
 from .store import Store, open_store
-from .tools.code_interpreter import service as code_interpreter
-from .tools.kits import Toolbox
+from .tools import kits
 from .upstreams.base import Upstream
-
-if TYPE_CHECKING:
-    from .tools.web_search.service import WebSearch
 
 log = logging.getLogger("responses_gateway")
 
@@ -73,39 +67,6 @@ def make_background(settings: Settings, store: Store) -> Background:
     return Background(settings, store, bus)
 
 
-def make_web_search(settings: Settings) -> WebSearch | None:
-    """The web search providers (docs/web-search.md), when the deployment configures any."""
-    from .tools.web_search.config import from_settings
-
-    config = from_settings(settings)
-    if config is None:
-        return None
-    from .tools.web_search.service import WebSearch
-
-    search = WebSearch(config)
-    log.info("web_search: %s", search.label)
-    return search
-
-
-def make_file_search(settings: Settings, store: Store | None) -> Any:
-    """file_search's per-process service (ingestion, vectors, search), when there is a store and the
-    `file-search` extra is installed; None otherwise (the tool is then unavailable, docs/file-search.md)."""
-    if store is None:
-        return None
-    try:
-        from .tools.file_search.service import FileSearch
-    except ImportError:
-        return None
-    import importlib.util
-
-    if any(importlib.util.find_spec(name) is None for name in ("numpy", "pypdf", "bpe_openai")):
-        log.warning("file_search is off: pip install 'responses-gateway[file-search]'")
-        return None
-    service = FileSearch(settings, store)
-    service.start()
-    return service
-
-
 def make_shared_limits(settings: Settings) -> SharedLimits | None:
     """With Redis, the per-key limits are kept there, so they hold across workers and replicas."""
     if not settings.redis_url or not (settings.key_max_in_flight > 0 or settings.key_requests_per_minute > 0):
@@ -125,14 +86,13 @@ async def purge_forever(store: Store, every: float = 3600.0, event_retention: fl
 
 
 async def sweep_files_forever(store: Store, every: float = 3600.0) -> None:
-    """Expired files (and the bytes of uploads that died) and expired vector stores are removed at startup
-    and then every hour."""
+    """Expired files (and the bytes of uploads that died) are removed at startup and then every hour (a tool's
+    own expired rows — vector stores — are its service's to sweep)."""
     while True:
         try:
             swept = await store.purge_files()
-            stores = await store.purge_vector_stores()
-            if swept or stores:
-                log.info("expiry removed %d files and %d vector stores", swept, stores)
+            if swept:
+                log.info("expiry removed %d files", swept)
         except Exception:
             log.exception("file expiry sweep failed")
         await asyncio.sleep(every)
@@ -282,32 +242,19 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
                 await store.upgrade()
                 stack.callback(asyncio.create_task(
                     purge_forever(store, event_retention=settings.event_retention_hours * 3600)).cancel)
-                stack.callback(asyncio.create_task(sweep_files_forever(store)).cancel)  # files (api/files.py)
+                stack.callback(asyncio.create_task(sweep_files_forever(store)).cancel)  # files (tools/file_search/files_api.py)
             if shared is not None:
                 stack.push_async_callback(shared.close)
                 await shared.open()
             owners = await start_owners(keys, settings.owner_secret, store)
-            web_search = make_web_search(settings)  # None: the web_search tool is unavailable
-            if web_search is not None:
-                stack.push_async_callback(web_search.aclose)
-            file_search = make_file_search(settings, store)  # file_search (docs/file-search.md)
-            if file_search is not None:
-                stack.push_async_callback(file_search.close)
-            # code_interpreter: containers of this process, the sandbox tried once (tools/code_interpreter/service.py)
-            interpreter, interpreter_problem = await code_interpreter.start(settings, store)
-            if interpreter is not None:
-                stack.push_async_callback(interpreter.close)
+            tools = await kits.serve_all(settings, store, stack)  # each gateway-run tool's service, or why not
             if store is not None:
                 jobs = make_background(settings, store)
                 stack.push_async_callback(jobs.close)
                 await jobs.open()
                 stack.push_async_callback(jobs.drain, settings.drain_timeout)  # first: running jobs end properly
-            app.state.services = services = Services(
-                settings, live, door, store, jobs, owners, web_search=web_search, file_search=file_search,
-                code_interpreter=interpreter, code_interpreter_problem=interpreter_problem)
-            services.toolbox = Toolbox.for_services(services)  # the gateway-run tools this deployment can run
-            if interpreter_problem is not None:
-                services.toolbox = code_interpreter.refusing(services.toolbox, interpreter_problem)
+            app.state.services = Services(settings, live, door, store, jobs, owners, tools=tools,
+                                          toolbox=kits.toolbox(tools))
             if shared is not None and keys and store is None and not settings.owner_secret:
                 log.warning("per-key limits in Redis need the same owner secret in every process: without a "
                             "database, set --owner-secret, or each process limits its keys apart")
@@ -336,47 +283,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.get_item, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item,
                   methods=["DELETE"]),
-            # Files (api/files.py; docs/file-search.md)
-            Route("/v1/files", files_api.create_file, methods=["POST"]),
-            Route("/v1/files", files_api.list_files, methods=["GET"]),
-            Route("/v1/files/{file_id}", files_api.get_file, methods=["GET"]),
-            Route("/v1/files/{file_id}", files_api.delete_file, methods=["DELETE"]),
-            Route("/v1/files/{file_id}/content", files_api.file_content, methods=["GET"]),
-            # Vector stores (api/vector_stores.py; docs/file-search.md)
-            Route("/v1/vector_stores", vs_api.create_vector_store, methods=["POST"]),
-            Route("/v1/vector_stores", vs_api.list_vector_stores, methods=["GET"]),
-            Route("/v1/vector_stores/{vector_store_id}", vs_api.get_vector_store, methods=["GET"]),
-            Route("/v1/vector_stores/{vector_store_id}", vs_api.update_vector_store, methods=["POST"]),
-            Route("/v1/vector_stores/{vector_store_id}", vs_api.delete_vector_store, methods=["DELETE"]),
-            Route("/v1/vector_stores/{vector_store_id}/search", vs_api.search_vector_store, methods=["POST"]),
-            Route("/v1/vector_stores/{vector_store_id}/files", vs_api.create_vector_store_file, methods=["POST"]),
-            Route("/v1/vector_stores/{vector_store_id}/files", vs_api.list_vector_store_files, methods=["GET"]),
-            Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", vs_api.get_vector_store_file,
-                  methods=["GET"]),
-            Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", vs_api.update_vector_store_file,
-                  methods=["POST"]),
-            Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", vs_api.delete_vector_store_file,
-                  methods=["DELETE"]),
-            Route("/v1/vector_stores/{vector_store_id}/files/{file_id}/content", vs_api.vector_store_file_content,
-                  methods=["GET"]),
-            Route("/v1/vector_stores/{vector_store_id}/file_batches", vs_api.create_file_batch, methods=["POST"]),
-            Route("/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}", vs_api.get_file_batch,
-                  methods=["GET"]),
-            Route("/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/cancel", vs_api.cancel_file_batch,
-                  methods=["POST"]),
-            Route("/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/files", vs_api.list_file_batch_files,
-                  methods=["GET"]),
-            # the Containers API (code_interpreter's containers and their files)
-            Route("/v1/containers", containers.create_container, methods=["POST"]),
-            Route("/v1/containers", containers.list_containers, methods=["GET"]),
-            Route("/v1/containers/{container_id}", containers.get_container, methods=["GET"]),
-            Route("/v1/containers/{container_id}", containers.delete_container, methods=["DELETE"]),
-            Route("/v1/containers/{container_id}/files", containers.create_file, methods=["POST"]),
-            Route("/v1/containers/{container_id}/files", containers.list_files, methods=["GET"]),
-            Route("/v1/containers/{container_id}/files/{file_id}", containers.get_file, methods=["GET"]),
-            Route("/v1/containers/{container_id}/files/{file_id}", containers.delete_file, methods=["DELETE"]),
-            Route("/v1/containers/{container_id}/files/{file_id}/content", containers.get_file_content,
-                  methods=["GET"]),
+            # each gateway-run tool's own HTTP API (the Files, Vector Stores and Containers APIs)
+            *(route for kit in kits.all_kits() for route in kit.routes),
         ],
         exception_handlers=HANDLERS,
         lifespan=lifespan,
@@ -393,11 +301,9 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
 
 def app_from_env() -> Starlette:
     """The factory each worker process calls when `--workers` is more than one."""
-    from dataclasses import replace
+    from .configure import settings_from_env
 
-    from .config import check, from_env
-
-    settings = check(replace(Settings(), **from_env()))
+    settings = settings_from_env()
     logs.setup(settings.log_level, settings.log_format)
     configure_edge(settings)
     if tracing.wanted(settings.otel):

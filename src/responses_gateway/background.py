@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .composer import Composer
 from .errors import APIError
 from .eventlog import ACTIVE, Ended, LiveLog, follow_db
-from .pipeline import GATEWAY_FAILED, Cancelled, Ending, Failed, NotEnded, end
-from .respond import Started
+from .pipeline import GATEWAY_FAILED, Cancelled, Ending, Failed, NotEnded, Started, end
 from .sse import encode, is_terminal
 
 if TYPE_CHECKING:

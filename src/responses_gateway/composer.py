@@ -4,25 +4,24 @@ It owns ids, output_index / content_index, sequence_number, the .added/.delta/.d
 terminal event. Nothing else in the gateway builds Responses events. Event dicts are built directly (no
 model validation per token) and encoded once by the sink.
 
-Gateway-run tools (tools/frame.py) take part through a public API — `use` (a tool's runner), `annotate` (its
-citations), `take_pending`, `call_events`, `end_call`, `add_item` — and never touch the composer's state:
-a tool says what its item looks like and which events of its own it wants; the composer numbers and orders.
+Gateway-run tools (tools/frame.py) take part through the composer's tool half (tools/calls.py): a runner is
+given only `Calls` — `call_events`, `end_call`, `fail_call`, `add_item` — and never touches the composer's
+state: a tool says what its item looks like and which events of its own it wants; the composer numbers and
+orders.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from . import generation as g
 from .ids import new_id
 from .protocol.reasoning import seal
-
-if TYPE_CHECKING:
-    from .tools.frame import Annotator, Runner, Spec
+from .tools.calls import ToolCalls
+from .tools.frame import OpenItem, Runner
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
@@ -45,36 +44,7 @@ def response_error_code(code: str | None) -> str:
     return "server_error"
 
 
-class OpenItem:
-    """An output item while it is open: its dict (as in the final output) and the buffer of its current part.
-
-    Gateway-run tools see the items of their calls as this: `item` (the dict to fill in), `id`, `index`,
-    `arguments` (the model's arguments so far) and `scratch` (a slot of the tool's own, e.g. a decoder)."""
-
-    __slots__ = ("kind", "item", "index", "id", "part", "buf", "logprobs", "signature", "runner", "scratch",
-                 "annotations", "sent", "done")
-
-    def __init__(self, kind: str, item: dict[str, Any], index: int, runner: Runner | None = None):
-        self.kind = kind
-        self.item = item
-        self.index = index
-        self.id = item["id"]
-        self.part: str | None = None  # type of the open content part
-        self.buf: list[str] = []
-        self.logprobs: list[Any] | None = None
-        self.signature: str | None = None
-        self.runner = runner  # the gateway-run tool that makes this item, if any
-        self.scratch: Any = None
-        self.annotations: list[dict[str, Any]] = []  # of the open output_text part (with annotators)
-        self.sent = 0  # characters of the open output_text part sent (with annotators)
-        self.done = False  # its output_item.done went out (gateway-run items)
-
-    @property
-    def arguments(self) -> str:
-        return "".join(self.buf)
-
-
-class Composer:
+class Composer(ToolCalls):
     def __init__(self, response: dict[str, Any], *, logprobs: bool = False, encrypted_reasoning: bool = False,
                  reasoning_summary: bool = False):
         self.response = response
@@ -90,12 +60,9 @@ class Composer:
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
         self.closed = False
-        self.pending: list[OpenItem] = []  # gateway-run calls whose arguments are complete, awaiting execution
         self.sealed: dict[str, str] = {}  # reasoning item id -> encrypted content kept for storage only
         self.captured: list[str] | None = None  # a compaction summary being written (see capture)
-        self.runners: dict[str, Runner] = {}  # gateway-run tools of this response, by kit name
-        self.annotators: tuple[Annotator, ...] = ()  # citations of the answer text
-        self.shown: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # a gateway item as the client sees it
+        self.init_tools()  # gateway-run tools of this response: runners, annotators, pending calls (tools/calls.py)
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -121,10 +88,11 @@ class Composer:
         self.response["status"] = "in_progress"
         return [created, self._lifecycle("response.in_progress")]
 
-    def feed(self, events: list[Any]) -> list[dict[str, Any]]:
+    def feed(self, events: g.Batch) -> list[dict[str, Any]]:
         if self.captured is not None:
             return self._capture(events)
         out: list[dict[str, Any]] = []
+        ev: Any  # dispatched on its exact type below (cheaper per token than isinstance narrowing)
         for ev in events:
             kind = type(ev)
             if kind is g.TextDelta:
@@ -148,7 +116,7 @@ class Composer:
                 if call is not None and ev.text:
                     call.buf.append(ev.text)
                     if call.runner is not None:
-                        self._specs(out, call, call.runner.delta(call, ev.text))
+                        self.send_specs(out, call, call.runner.delta(call, ev.text))
                     elif call.kind != "tool_search":  # tool_search: the arguments arrive whole in .done
                         out.append({
                             "type": _ARGS_DELTA[call.kind], "sequence_number": self._next(),
@@ -162,7 +130,7 @@ class Composer:
             elif kind is g.Usage:
                 self._usage(ev)
             elif kind is g.ItemEnd:
-                self._close_text(out, "completed")
+                self.close_text(out, "completed")
             elif kind is g.Finish:
                 self.finish_reason = ev.reason
                 self._close_all(out, "incomplete" if ev.reason in INCOMPLETE_REASONS else "completed")
@@ -240,10 +208,11 @@ class Composer:
         """From now on the upstream writes a summary: its text is kept (`captured`), nothing is streamed."""
         self.captured = []
 
-    def _capture(self, events: list[Any]) -> list[dict[str, Any]]:
+    def _capture(self, events: g.Batch) -> list[dict[str, Any]]:
         captured = self.captured
         if captured is None:
             return self.feed(events)
+        ev: Any
         for ev in events:
             kind = type(ev)
             if kind is g.TextDelta:
@@ -259,69 +228,17 @@ class Composer:
         self.captured = None
         self.finish_reason = None
         out: list[dict[str, Any]] = []
-        item = self._add_item(out, "compaction", {"id": new_id("cmp"), "type": "compaction",
+        item = self.open_item(out, "compaction", {"id": new_id("cmp"), "type": "compaction",
                                                   "encrypted_content": encrypted_content})
         out.append({"type": "response.output_item.done", "sequence_number": self._next(),
                     "output_index": item.index, "item": item.item})
         return out
 
-    # -- gateway-run tools (tools/frame.py): a response of several upstream steps -----------------------
-
-    def use(self, name: str, runner: Runner) -> None:
-        """Calls that adapters mark as run by kit `name` make their items through `runner`."""
-        self.runners[name] = runner
-        annotator = runner.annotator()
-        if annotator is not None:
-            self.annotators = (*self.annotators, annotator)
-
-    def show(self, shown: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-        """`shown`: a gateway-run tool's item as the client sees it (what `include` leaves out is stored only)."""
-        self.shown = shown
+    # -- a response of several upstream steps (gateway-run tools: tools/calls.py) ----------------------
 
     def next_step(self) -> None:
         """Another upstream step of the same response: output indexes and sequence numbers continue."""
         self.finish_reason = None
-
-    def take_pending(self) -> list[OpenItem]:
-        """The gateway-run calls whose arguments are whole, to be run now (each stays open until `end_call`)."""
-        pending, self.pending = self.pending, []
-        return pending
-
-    def call_events(self, call: OpenItem, specs: Sequence[Spec]) -> list[dict[str, Any]]:
-        """Events about an open gateway-run item (`response.web_search_call.searching`, ...)."""
-        out: list[dict[str, Any]] = []
-        self._specs(out, call, specs)
-        return out
-
-    def end_call(self, call: OpenItem, status: str | None, specs: Sequence[Spec] = ()) -> list[dict[str, Any]]:
-        """A gateway-run item is finished: its `status` (None: the item has none), its own events, then
-        `response.output_item.done`."""
-        if status is not None:
-            call.item["status"] = status
-        out: list[dict[str, Any]] = []
-        self._specs(out, call, specs)
-        self._item_done(out, call)
-        return out
-
-    def fail_call(self, call: OpenItem, message: str) -> list[dict[str, Any]]:
-        """A gateway-run call that did not run or did not finish: closed as its tool says a failure looks."""
-        if call.runner is None:
-            raise ValueError("fail_call is for gateway-run calls")
-        status, specs = call.runner.failed(call, message)
-        return self.end_call(call, status, specs)
-
-    def add_item(self, name: str, item: dict[str, Any], specs: Sequence[Spec] = (), *,
-                 run: bool = False) -> tuple[OpenItem, list[dict[str, Any]]]:
-        """An item the gateway adds without the model asking (an MCP tool listing, a call the client
-        approved): `output_item.added`, then `specs`. It stays open until `end_call`; with `run`, the tool
-        loop runs it (`take_pending`) like a call the model made."""
-        out: list[dict[str, Any]] = []
-        self._close_text(out, "completed")
-        call = self._add_item(out, "gateway", item, self.runners.get(name))
-        self._specs(out, call, specs)
-        if run:
-            self.pending.append(call)
-        return call, out
 
     def _usage(self, ev: g.Usage) -> None:
         """Usage of every upstream step, added up."""
@@ -345,12 +262,14 @@ class Composer:
         self.seq = seq + 1
         return seq
 
+    next_seq = _next  # what the tool half numbers its events with (tools/calls.py)
+
     def _lifecycle(self, kind: str) -> dict[str, Any]:
         snapshot = dict(self.response)
         snapshot["output"] = []
         return {"type": kind, "sequence_number": self._next(), "response": snapshot}
 
-    def _add_item(self, out: list[dict[str, Any]], kind: str, item: dict[str, Any],
+    def open_item(self, out: list[dict[str, Any]], kind: str, item: dict[str, Any],
                   runner: Runner | None = None) -> OpenItem:
         index = len(self.output)
         self.output.append(item)
@@ -362,22 +281,11 @@ class Composer:
                     "output_index": index, "item": added})
         return OpenItem(kind, item, index, runner)
 
-    def _specs(self, out: list[dict[str, Any]], call: OpenItem, specs: Sequence[Spec]) -> None:
-        for kind, fields in specs:
-            out.append({"type": kind, "sequence_number": self._next(), "item_id": call.id,
-                        "output_index": call.index, **fields})
-
-    def _item_done(self, out: list[dict[str, Any]], item: OpenItem) -> None:
-        item.done = True
-        shown = self.shown
-        out.append({"type": "response.output_item.done", "sequence_number": self._next(),
-                    "output_index": item.index, "item": item.item if shown is None else shown(item.item)})
-
     def _text(self, out: list[dict[str, Any]], part: str, text: str, logprobs: list[Any] | None) -> None:
         item = self.text_item
         if item is None or item.kind != "message":
-            self._close_text(out, "completed")
-            item = self.text_item = self._add_item(out, "message", {
+            self.close_text(out, "completed")
+            item = self.text_item = self.open_item(out, "message", {
                 "id": new_id("msg"), "type": "message", "status": "in_progress", "content": [],
                 "role": "assistant",
             })
@@ -431,8 +339,8 @@ class Composer:
     def _reasoning(self, out: list[dict[str, Any]], ev: g.ReasoningDelta) -> None:
         item = self.text_item
         if item is None or item.kind != "reasoning":
-            self._close_text(out, "completed")
-            item = self.text_item = self._add_item(out, "reasoning", {
+            self.close_text(out, "completed")
+            item = self.text_item = self.open_item(out, "reasoning", {
                 "id": new_id("rs"), "type": "reasoning", "summary": [], "content": [],
             })
             self._open_part(out, item, self.reasoning_part)
@@ -450,7 +358,7 @@ class Composer:
                             "delta": ev.text})
 
     def _start_call(self, out: list[dict[str, Any]], ev: g.ToolCallStart) -> None:
-        self._close_text(out, "completed")
+        self.close_text(out, "completed")
         runner = self.runners.get(ev.runner) if ev.runner is not None else None
         item: dict[str, Any]
         kind: str = ev.kind
@@ -471,10 +379,10 @@ class Composer:
         old = self.calls.pop(ev.key, None)
         if old is not None:  # an upstream reusing an index for a new call: the old one is finished
             self._close_call(out, old, "completed")
-        call = self._add_item(out, kind, item, runner)
+        call = self.open_item(out, kind, item, runner)
         self.calls[ev.key] = call
         if runner is not None:
-            self._specs(out, call, runner.added(call))
+            self.send_specs(out, call, runner.added(call))
 
     # -- parts and closing -------------------------------------------------------------------------------
 
@@ -539,7 +447,7 @@ class Composer:
         item.part = None
         item.buf = []
 
-    def _close_text(self, out: list[dict[str, Any]], status: str) -> None:
+    def close_text(self, out: list[dict[str, Any]], status: str) -> None:
         item = self.text_item
         if item is None:
             return
@@ -564,15 +472,7 @@ class Composer:
         item = call.item
         runner = call.runner
         if runner is not None:
-            if status != "completed":
-                out.extend(self.fail_call(call, "The response ended before the call could run."))
-                return
-            specs, run = runner.complete(call)
-            self._specs(out, call, specs)
-            if run:
-                self.pending.append(call)  # stays open until the gateway has run it
-            else:
-                self._item_done(out, call)
+            self.close_tool_call(out, call, runner, status)
             return
         if call.kind == "custom":
             item["input"] = text
@@ -590,7 +490,7 @@ class Composer:
                     "output_index": call.index, "item": item})
 
     def _close_all(self, out: list[dict[str, Any]], status: str) -> None:
-        self._close_text(out, status)
+        self.close_text(out, status)
         calls = sorted(self.calls.values(), key=lambda c: c.index)
         self.calls = {}
         for call in calls:

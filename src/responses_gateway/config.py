@@ -1,13 +1,18 @@
-"""Settings: command-line flags with RG_* environment fallbacks, resolved once into one immutable object."""
+"""The gateway's own settings, each declared once (settings.py derives its flag, variable, `--help` group and
+README row), resolved once into one immutable object.
+
+The gateway-run tools declare their settings in their own packages (`tools/<tool>/settings.py`); a
+`Settings` carries them as `groups`, read typed with `settings.group(WebSearchSettings)`.
+"""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar, get_args
 
+from . import settings as declare
 from .route import MaxTokensField, ReasoningHistory, Route
+from .settings import setting
 
 DEMO_UPSTREAM = "demo"
 MIN_COMPACTION_KEY = 16
@@ -15,145 +20,248 @@ MIN_COMPACTION_KEY = 16
 # The closed sets of values a setting (or a route of the routing file) takes.
 HostedTools = Literal["drop", "reject"]
 
+G = TypeVar("G")
+
+UPSTREAM = "Upstream"
+SERVER = "Server"
+LIMITS = "Limits"
+STATE = "State"
+KEYS = "Keys"
+BACKGROUND = "Background responses and Redis"
+LOGS = "Logs and traces"
+TOOLS = "Tools"
+DB = ("serve", "db")  # settings `responses-gateway db` takes too
+
 
 @dataclass(frozen=True)
 class Settings:
-    upstream_url: str = DEMO_UPSTREAM
-    upstream_api_key: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 8080
-    # Upstream deadlines, seconds: connect, first byte (the answer's headers), idle (the longest silence between
-    # two reads of the stream), total (the whole call). docs/routing.md has the defaults' reasons.
-    upstream_connect_timeout: float = 30.0
-    upstream_first_byte_timeout: float | None = 300.0
-    upstream_read_timeout: float | None = 600.0
-    upstream_total_timeout: float | None = 3600.0
-    # Seconds of upstream silence after which an SSE comment keeps proxies and clients from timing out.
-    sse_keepalive: float = 15.0
-    max_body_bytes: int = 32 * 1024 * 1024
-    # Request cost (docs/limits.md): JSON nesting depth, objects + arrays in one body, items in `input`.
-    max_json_depth: int = 64
-    max_json_containers: int = 200_000
-    max_input_items: int = 20_000
-    # Edge (docs/limits.md): slow and idle clients, open connections, requests in flight, per-key limits.
-    header_timeout: float = 30.0
-    body_timeout: float = 60.0
+    """The gateway"""
+
+    # -- upstream ----------------------------------------------------------------------------------------
+    upstream_url: str = setting(
+        DEMO_UPSTREAM, flag="--upstream", env="RG_UPSTREAM_URL", metavar="URL", group=UPSTREAM,
+        help="Chat Completions base URL, e.g. http://127.0.0.1:8000/v1, or 'demo' for the built-in scripted demo "
+             "model", doc="Chat Completions base URL, or `demo`")
+    config: str | None = setting(
+        None, metavar="FILE", group=UPSTREAM, help="TOML file routing model names to upstreams (docs/routing.md)",
+        doc="TOML routing of model names to several upstreams (Chat Completions, Anthropic Messages, Responses), "
+            "and the tools' tables: [docs/routing.md](docs/routing.md)")
+    upstream_api_key: str | None = setting(None, metavar="KEY", secret=True, group=UPSTREAM,
+                                           help="bearer token sent upstream")
+    reasoning_history: ReasoningHistory = setting(
+        "reasoning_content", choices=get_args(ReasoningHistory), group=UPSTREAM,
+        help="how earlier reasoning is sent back upstream: reasoning_content (vLLM, SGLang, DeepSeek-style "
+             "templates), reasoning (newer vLLM) or drop")
+    max_tokens_field: MaxTokensField = setting(
+        "max_tokens", choices=get_args(MaxTokensField), group=UPSTREAM,
+        help="upstream field for max_output_tokens (OpenAI's reasoning models need max_completion_tokens)",
+        doc="upstream field for `max_output_tokens` (OpenAI's reasoning models need `max_completion_tokens`)")
+    # Upstream deadlines: connect, first byte (the answer's headers), idle (the longest silence between two
+    # reads of the stream), total (the whole call). docs/routing.md has the defaults' reasons.
+    upstream_connect_timeout: float = setting(30.0, check="positive", group=UPSTREAM,
+                                              help="seconds to connect to the upstream")
+    upstream_first_byte_timeout: float | None = setting(300.0, group=UPSTREAM,
+                                                        help="seconds for the upstream's answer to begin")
+    upstream_read_timeout: float | None = setting(
+        600.0, flag="--upstream-idle-timeout", group=UPSTREAM, help="seconds of upstream silence mid-stream",
+        doc="seconds of upstream silence mid-stream; each deadline is reported with its own error code "
+            "([docs/routing.md](docs/routing.md))")
+    upstream_total_timeout: float | None = setting(3600.0, group=UPSTREAM, help="seconds for a whole upstream call")
+
+    # -- server ------------------------------------------------------------------------------------------
+    host: str = setting("127.0.0.1", metavar="ADDR", group=SERVER, help="address to listen on")
+    port: int = setting(8080, group=SERVER, help="port to listen on")
+    workers: int = setting(1, check="positive", group=SERVER,
+                           help="worker processes (/metrics sums all workers' counters)")
+    drain_timeout: float = setting(
+        30.0, check="positive", group=SERVER, help="on SIGTERM, seconds running responses get to finish",
+        doc="on SIGTERM the gateway stops accepting and gives running responses this long; the rest end with a "
+            "stored `response.failed` (`server_shutting_down`)")
+    sse_keepalive: float = setting(
+        15.0, check="non_negative", metavar="S", group=SERVER, help="an SSE comment after this many seconds of silence",
+        doc="an SSE comment (`: keep-alive`) after this much upstream silence; also how long a stream waits for a "
+            "slow upstream's first answer before it starts anyway ([docs/faults.md](docs/faults.md)); 0 turns "
+            "both off")
+    websocket: str = setting(
+        "on", choices=("on", "off"), group=SERVER,
+        help="WebSocket mode on GET /v1/responses; off answers 426 so clients use HTTP",
+        doc="WebSocket mode on `GET /v1/responses` ([docs/websocket.md](docs/websocket.md)); `off` answers 426 "
+            "so clients use HTTP")
+    websocket_max_minutes: float = setting(
+        60.0, check="positive", metavar="MINUTES", group=SERVER, help="lifetime of one WebSocket connection in minutes",
+        doc="lifetime of one WebSocket connection (it then ends with `websocket_connection_limit_reached`)")
+    websocket_ping_interval: float = setting(
+        20.0, check="non_negative", group=SERVER,
+        help="seconds between the server's keepalive pings (0: none); a pong later than that closes the "
+             "connection")
+    public_url: str | None = setting(
+        None, metavar="URL", group=SERVER,
+        help="the gateway's address as clients reach it, for URLs it hands out (code interpreter images); "
+             "default: URLs relative to the gateway")
+
+    # -- limits ------------------------------------------------------------------------------------------
+    max_body_bytes: int = setting(32 * 1024 * 1024, check="positive", shown="32 MiB", group=LIMITS,
+                                  help="request size limit (413 above it)")
+    max_json_depth: int = setting(64, check="positive", group=LIMITS,
+                                  help="deepest nesting of objects/arrays in a body (400 above it)")
+    max_json_containers: int = setting(200_000, check="positive", group=LIMITS,
+                                       help="objects + arrays in one body (400 above it)")
+    max_input_items: int = setting(
+        20_000, check="positive", group=LIMITS, help="items in one request's input (400 above it)",
+        doc="items in one request's `input` (400 above it), whatever carries it: `/v1/responses`, a WebSocket "
+            "turn, compact, input_tokens")
+    header_timeout: float = setting(
+        30.0, check="positive", group=LIMITS, help="seconds a client has to send a request's headers",
+        doc="a client slower than this sending a request's headers is disconnected "
+            "([docs/limits.md](docs/limits.md))")
+    body_timeout: float = setting(60.0, check="positive", group=LIMITS,
+                                  help="seconds a client has to send a request's body")
     # A body must keep arriving at this many bytes a second on average once its first `body_rate_grace`
     # seconds are over (0: no minimum); a slower one is answered 408 and its connection closed.
-    min_body_rate: float = 500.0
-    body_rate_grace: float = 10.0
-    keep_alive_timeout: float = 5.0
-    max_connections: int = 0  # 0: three quarters of the open-file limit
-    max_header_bytes: int = 65536  # the request line and headers of one request
-    max_headers: int = 100
-    send_timeout: float = 60.0  # seconds a client may read nothing of a response; 0: none
-    max_in_flight: int = 512
-    key_max_in_flight: int = 0  # 0: off
-    key_requests_per_minute: float = 0  # 0: off
-    # Hosted tools (web_search, file_search, ...) the gateway cannot run: "drop" them with a warning, or "reject".
-    hosted_tools: HostedTools = "drop"
-    # How reasoning from earlier turns is sent back to a Chat Completions upstream:
-    # "reasoning_content" (vLLM, SGLang, DeepSeek-style templates), "reasoning" (newer vLLM), or "drop".
-    reasoning_history: ReasoningHistory = "reasoning_content"
-    # Field that carries max_output_tokens upstream: "max_tokens" (every local server) or
-    # "max_completion_tokens" (OpenAI's reasoning models reject max_tokens).
-    max_tokens_field: MaxTokensField = "max_tokens"
-    log_level: str = "info"
-    log_format: str = "text"  # "json": one JSON object per line, with the response id (logs.py)
-    access_log: bool = False  # one line per request, and per WebSocket connection opened and closed (access.py)
-    otel: bool = False  # OpenTelemetry tracing over OTLP (tracing.py); also on when OTEL_EXPORTER_OTLP_ENDPOINT is set
-    workers: int = 1
-    # State: None = SQLite in the user's data directory; a path or sqlite:///path; postgresql://...; "none".
-    db: str | None = None
-    retention_days: float = 30.0
-    # On SIGTERM: seconds running responses get to finish before they end with response.failed (stored).
-    drain_timeout: float = 30.0
-    db_timeout: float = 10.0  # seconds for a database connection and for each statement
-    health_db_timeout: float = 2.0  # seconds /health gives the database to answer before it reports 503
-    # Inbound keys: when any are set, every /v1 request needs `Authorization: Bearer <key>`.
-    api_keys: str | None = None  # comma-separated
-    api_keys_file: str | None = None
-    # HMAC secret for owner ids; None: generated at first start and kept in the store (shared by replicas).
-    owner_secret: str | None = None
-    config: str | None = None  # a TOML routing file (see routing.py); overrides --upstream
-    # MCP: hosts (or host:port, IPs, CIDRs) admitted despite being loopback/private; per-call timeout;
-    # a hard cap on model ↔ tool rounds in one response.
-    mcp_allow_hosts: str | None = None  # comma-separated
-    mcp_timeout: float = 60.0
-    max_tool_rounds: int = 16
-    # Web search (docs/web-search.md): providers as a fallback chain, "KIND=URL,KIND=URL" (searxng, brave,
-    # tavily, exa, mcp); their keys (from flags or the environment, never logged); the deployment's domain
-    # policy; per provider: requests per second, seconds a result is cached, seconds per request; pages:
-    # seconds and bytes per fetch, and hosts admitted although loopback/private (tests, an intranet).
-    web_search: str | None = None
-    brave_api_key: str | None = None
-    tavily_api_key: str | None = None
-    exa_api_key: str | None = None
-    web_search_mcp_key: str | None = None
-    web_search_allow_domains: str | None = None  # comma-separated
-    web_search_deny_domains: str | None = None
-    web_search_rate: float = 5.0
-    web_search_cache_ttl: float = 600.0
-    web_search_timeout: float = 10.0
-    web_fetch_timeout: float = 15.0
-    web_fetch_max_bytes: int = 8 * 1024 * 1024
-    web_fetch_allow_hosts: str | None = None  # comma-separated, as --mcp-allow-hosts
-    # Compaction: secrets sealing compaction items, comma-separated; the first seals, all open (rotation).
-    # None: a key generated once and kept in the store (docs/compaction.md).
-    compaction_key: str | None = None
-    # WebSocket mode on GET /v1/responses ("off" answers the upgrade with 426, so clients use HTTP). A
-    # connection lives at most this many minutes; the server pings it this often (seconds, 0 = never) and
-    # drops it when a pong is that late. A frame may be as large as an HTTP body (max_body_bytes).
-    websocket: str = "on"
-    websocket_max_minutes: float = 60.0
-    websocket_ping_interval: float = 20.0
-    # Background responses (docs/background.md). Redis carries the live event log and cancel signals across
-    # replicas; without it the database does (polled every `background_poll` seconds).
-    redis_url: str | None = None
-    redis_cluster: bool = False  # the URL names a node of a Redis Cluster (redisconn.py)
-    max_background: int = 64  # concurrent background jobs per process; 429 beyond
-    lease_timeout: float = 10.0  # a replica silent this long is presumed dead: its jobs are failed
-    background_poll: float = 0.5  # seconds: event-log flush to the database, cancel-flag and follower polls
-    event_retention_hours: float = 24.0  # how long the database keeps a background response's event log
-    redis_event_ttl: float = 3600.0  # seconds a Redis event stream lives after its last event
-    # Code interpreter (docs/code-interpreter.md): "auto" runs it in bubblewrap where the machine allows it
-    # (else the tool is refused with a 400 saying why); "bubblewrap" also refuses to start the gateway
-    # without it; "off". Limits per call, caps on containers, where their files live on this host, the
-    # unprivileged host uid of the code when the gateway runs as root, and the gateway's address as
-    # clients reach it (for the URLs of images; default: URLs relative to the gateway).
-    code_interpreter: str = "auto"
-    code_interpreter_dir: str | None = None
-    code_interpreter_uid: int = 65534
-    code_interpreter_timeout: float = 120.0
-    code_interpreter_max_memory: str = "4g"
-    code_interpreter_processes: int = 64
-    code_interpreter_output_bytes: int = 64 * 1024
-    code_interpreter_disk_bytes: int = 1 << 30
-    code_interpreter_file_bytes: int = 32 << 20
-    code_interpreter_idle_minutes: int = 20
-    code_interpreter_key_containers: int = 100
-    code_interpreter_max_live: int = 16
-    public_url: str | None = None
-    # Files and file_search (docs/file-search.md). Uploads: the largest file, and what one key may keep (0: no
-    # quota). Embeddings go to an OpenAI-compatible /v1/embeddings (default: the upstream's) when a model is
-    # named; without one, search is keyword-only. Ingestion: files at once per process, bounds on what one
-    # file may make (PDF pages, extracted characters), seconds per embeddings request and per search call.
-    max_file_bytes: int = 512 * 1024 * 1024
-    file_quota_bytes: int = 10 * 1024 * 1024 * 1024
-    embeddings_model: str | None = None
-    embeddings_url: str | None = None  # None: the upstream's URL
-    embeddings_api_key: str | None = None  # None: the upstream's key when the URL is the upstream's
-    embeddings_batch: int = 64  # inputs per embeddings request
-    embeddings_timeout: float = 60.0
-    ingest_workers: int = 2
-    max_pdf_pages: int = 2000
-    max_extracted_chars: int = 64 * 1024 * 1024
-    pdf_timeout: float = 60.0  # seconds one PDF's reader (a child process) may run
-    pdf_max_memory_mb: int = 1024  # its address space
-    file_search_timeout: float = 30.0
+    min_body_rate: float = setting(
+        500.0, check="non_negative", group=LIMITS,
+        help="bytes a second a request's body must average after its grace (0: no minimum)",
+        doc="a body that, after its first `--body-rate-grace` seconds, has averaged fewer than this many bytes a "
+            "second is answered 408 and its connection closed (`0`: no minimum) ([docs/limits.md](docs/limits.md))")
+    body_rate_grace: float = setting(10.0, check="non_negative", group=LIMITS,
+                                     help="seconds a request's body may take before --min-body-rate applies")
+    keep_alive_timeout: float = setting(5.0, check="positive", group=LIMITS,
+                                        help="seconds an idle keep-alive connection is kept")
+    max_connections: int = setting(0, check="non_negative", shown="3/4 of ulimit -n", group=LIMITS,
+                                   help="open client connections per process; more are closed at once")
+    max_header_bytes: int = setting(
+        65536, check="positive", group=LIMITS, help="bytes of a request's line and headers (431 beyond)",
+        doc="a request's line and headers together: beyond it `431` and the connection is closed (a request "
+            "target over 8 KiB: `414`) ([docs/limits.md](docs/limits.md#request-heads))")
+    max_headers: int = setting(100, check="positive", group=LIMITS, help="headers in one request (431 beyond)")
+    send_timeout: float = setting(
+        60.0, check="non_negative", group=LIMITS,
+        help="seconds a client may read nothing of a response before it is ended (stored as failed) and the "
+             "connection dropped; 0: none",
+        doc="a client that reads nothing of a response for this long (its buffer full): the response ends as "
+            "failed and is stored, the upstream request is closed, the connection dropped; `0`: none "
+            "([docs/limits.md](docs/limits.md#clients-that-stop-reading))")
+    max_in_flight: int = setting(
+        512, check="positive", group=LIMITS, help="requests in flight per process (429 beyond)",
+        doc="requests in flight per process (admitted once their body has arrived; a stream until its end, a "
+            "background response until its job ends); more get OpenAI's 429 — over HTTP and WebSocket alike "
+            "([docs/limits.md](docs/limits.md))")
+    key_max_in_flight: int = setting(
+        0, check="non_negative", shown="0 (off)", group=LIMITS,
+        help="concurrent requests per API key (429 beyond); per process, or across all with --redis")
+    key_requests_per_minute: float = setting(
+        0, check="non_negative", shown="0 (off)", group=LIMITS,
+        help="requests a minute per API key (429 beyond); per process, or across all with --redis")
 
-    def mcp_hosts(self) -> list[str]:
-        return [h.strip() for h in (self.mcp_allow_hosts or "").split(",") if h.strip()]
+    # -- tools -------------------------------------------------------------------------------------------
+    hosted_tools: HostedTools = setting(
+        "drop", choices=get_args(HostedTools), group=TOOLS,
+        help="hosted tools this deployment cannot run: drop them from the request (with a warning), or reject "
+             "the request with a 400",
+        doc="hosted tools (web_search, …) this deployment cannot run: left out of the request (a warning once per "
+            "tool type saying how to enable it, and `responses_gateway_hosted_tools_dropped_total{type}`), or "
+            "refused with a 400 naming the tool. Drop is the default because the Codex CLI sends "
+            "`{\"type\": \"web_search\"}` on every request")
+    max_tool_rounds: int = setting(16, check="positive", group=TOOLS,
+                                   help="cap on model ↔ gateway-run tool rounds in one response")
+
+    # -- logs and traces ---------------------------------------------------------------------------------
+    log_level: str = setting("info", choices=("debug", "info", "warning", "error"), commands=DB, group=LOGS,
+                             help="the least severe lines logged")
+    log_format: str = setting(
+        "text", choices=("text", "json"), group=LOGS, help="json: one object per line with the response id",
+        doc="every line, uvicorn's too, in one format: `text`, `time LEVEL logger: message`; `json`, one object "
+            "per line (`time`, `level`, `logger`, `message`, and `response_id` on lines logged while a response "
+            "is served)")
+    access_log: bool = setting(
+        False, group=LOGS,
+        help="one line per request (status, bytes, time, response id), and per WebSocket connection opened and "
+             "closed",
+        doc="one line per request (client, method and path, status, bytes, time, response id or `-`), and one "
+            "when a WebSocket connection opens and one when it closes; in the `--log-format` of every other line "
+            "([docs/observability.md](docs/observability.md#access-log))")
+    otel: bool = setting(
+        False, group=LOGS, shown="off (on when OTEL_EXPORTER_OTLP_ENDPOINT is set)",
+        help="OpenTelemetry traces over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT",
+        doc="OpenTelemetry traces over OTLP/HTTP to the standard `OTEL_EXPORTER_OTLP_*` endpoint (needs "
+            "`pip install 'responses-gateway[otel]'`): a `response` span per response with `upstream`, `store`, "
+            "`mcp.list_tools` and `mcp.call` child spans; each worker exports its own")
+
+    # -- state -------------------------------------------------------------------------------------------
+    db: str | None = setting(
+        None, metavar="URL", commands=DB, group=STATE, shown="SQLite in the user's data directory",
+        help="where responses are stored: a SQLite path or sqlite:///path, postgresql://user@host/db, or 'none'",
+        doc="where responses are stored: a SQLite path (or `sqlite:///path`), `postgresql://user@host/db`, or "
+            "`none`; the default is a SQLite file in `$XDG_DATA_HOME/responses-gateway/`")
+    retention_days: float = setting(
+        30.0, check="positive", commands=DB, group=STATE, help="how long stored responses are kept, in days",
+        doc="stored responses older than this are purged (at startup and hourly, in short batches: [State](#state))")
+    event_retention_hours: float = setting(
+        24.0, check="positive", commands=DB, group=STATE,
+        help="how long background event logs stay in the database (resume after the end)")
+    db_timeout: float = setting(
+        10.0, check="positive", commands=DB, group=STATE,
+        help="seconds for a database connection and each statement (a purge's batch)",
+        doc="deadline for a database connection and each statement (PostgreSQL), and for a write's wait for the "
+            "write lock (SQLite): a stalled database fails requests with `503 store_unavailable` (a stream: "
+            "`response.failed`, `storage_error`) instead of holding them")
+    health_db_timeout: float = setting(
+        2.0, check="positive", group=STATE, help="seconds /health waits for the database",
+        doc="`GET /health` is 503 (`{\"status\":\"unavailable\",\"database\":\"…\"}`) when the database does not "
+            "answer a trivial query within this")
+    compaction_key: str | None = setting(
+        None, metavar="K1,K2", secret=True, group=STATE, shown="generated once, kept in the store",
+        help="secrets sealing compaction items; the first seals, all open (rotation)",
+        doc="secrets sealing compaction items; the first seals, all open (rotation): "
+            "[docs/compaction.md](docs/compaction.md)")
+
+    # -- keys --------------------------------------------------------------------------------------------
+    api_keys: str | None = setting(
+        None, metavar="K1,K2", secret=True, group=KEYS, help="accepted API keys",
+        doc="when set (or `--api-keys-file`), every `/v1` request needs `Authorization: Bearer <key>`; each key "
+            "sees only its own stored responses")
+    api_keys_file: str | None = setting(None, metavar="PATH", group=KEYS,
+                                        help="file with one accepted API key per line")
+    owner_secret: str | None = setting(
+        None, metavar="SECRET", secret=True, group=KEYS, shown="generated at first start, kept in the database",
+        help="HMAC secret for the owner ids derived from API keys",
+        doc="HMAC-SHA256 secret for the owner id stored with each row (never the key itself); the generated one is "
+            "shared by every replica on the same database. At startup, rows stored under the old unsalted hash "
+            "of a configured key are moved to its keyed owner, so an upgrade loses nothing")
+
+    # -- background responses and Redis ------------------------------------------------------------------
+    redis_url: str | None = setting(
+        None, flag="--redis", metavar="URL", group=BACKGROUND,
+        help="Redis for the live event logs and cancel signals of background responses, and the per-key "
+             "limits, across workers and replicas, e.g. redis://127.0.0.1:6379/0",
+        doc="Redis for background responses across replicas: live event logs (Streams) and cancel signals "
+            "([docs/background.md](docs/background.md)); and the per-key limits, then shared by all workers "
+            "and replicas ([docs/limits.md](docs/limits.md))")
+    redis_cluster: bool = setting(
+        False, group=BACKGROUND, help="the --redis URL names a node of a Redis Cluster: use the cluster client",
+        doc="the `--redis` URL names a node of a Redis Cluster: the cluster client is used (the per-key limits' "
+            "keys carry a hash tag) ([docs/limits.md](docs/limits.md#redis-cluster))")
+    max_background: int = setting(64, check="positive", group=BACKGROUND,
+                                  help="concurrent background responses per process (429 beyond)")
+    lease_timeout: float = setting(
+        10.0, check="positive", group=BACKGROUND,
+        help="seconds without a lease renewal after which a replica's background responses (and leased jobs) "
+             "are failed or taken over by another")
+    background_poll: float = setting(
+        0.5, check="positive", group=BACKGROUND,
+        help="seconds between event-log flushes, cancel-flag and database-follower polls")
+    redis_event_ttl: float = setting(3600.0, check="positive", group=BACKGROUND,
+                                     help="seconds a Redis event stream lives after its last event")
+
+    # -- the gateway-run tools' own settings, one object per tool (tools/<tool>/settings.py) -------------
+    groups: tuple[Any, ...] = field(default=(), compare=False)
+
+    def group(self, kind: type[G]) -> G:
+        """A tool's settings group (its defaults when none was given)."""
+        for one in self.groups:
+            if type(one) is kind:
+                return one
+        return kind()
 
     def load_api_keys(self) -> list[str]:
         keys = [k.strip() for k in (self.api_keys or "").split(",") if k.strip()]
@@ -192,172 +300,19 @@ class Settings:
         )
 
 
-ENV = {
-    "upstream_url": "RG_UPSTREAM_URL",
-    "upstream_api_key": "RG_UPSTREAM_API_KEY",
-    "host": "RG_HOST",
-    "port": "RG_PORT",
-    "upstream_connect_timeout": "RG_UPSTREAM_CONNECT_TIMEOUT",
-    "upstream_first_byte_timeout": "RG_UPSTREAM_FIRST_BYTE_TIMEOUT",
-    "upstream_read_timeout": "RG_UPSTREAM_READ_TIMEOUT",
-    "upstream_total_timeout": "RG_UPSTREAM_TOTAL_TIMEOUT",
-    "sse_keepalive": "RG_SSE_KEEPALIVE",
-    "max_body_bytes": "RG_MAX_BODY_BYTES",
-    "max_json_depth": "RG_MAX_JSON_DEPTH",
-    "max_json_containers": "RG_MAX_JSON_CONTAINERS",
-    "max_input_items": "RG_MAX_INPUT_ITEMS",
-    "header_timeout": "RG_HEADER_TIMEOUT",
-    "body_timeout": "RG_BODY_TIMEOUT",
-    "min_body_rate": "RG_MIN_BODY_RATE",
-    "body_rate_grace": "RG_BODY_RATE_GRACE",
-    "keep_alive_timeout": "RG_KEEP_ALIVE_TIMEOUT",
-    "max_connections": "RG_MAX_CONNECTIONS",
-    "max_header_bytes": "RG_MAX_HEADER_BYTES",
-    "max_headers": "RG_MAX_HEADERS",
-    "send_timeout": "RG_SEND_TIMEOUT",
-    "max_in_flight": "RG_MAX_IN_FLIGHT",
-    "key_max_in_flight": "RG_KEY_MAX_IN_FLIGHT",
-    "key_requests_per_minute": "RG_KEY_REQUESTS_PER_MINUTE",
-    "hosted_tools": "RG_HOSTED_TOOLS",
-    "reasoning_history": "RG_REASONING_HISTORY",
-    "max_tokens_field": "RG_MAX_TOKENS_FIELD",
-    "log_level": "RG_LOG_LEVEL",
-    "log_format": "RG_LOG_FORMAT",
-    "access_log": "RG_ACCESS_LOG",
-    "otel": "RG_OTEL",
-    "workers": "RG_WORKERS",
-    "db": "RG_DB",
-    "retention_days": "RG_RETENTION_DAYS",
-    "db_timeout": "RG_DB_TIMEOUT",
-    "drain_timeout": "RG_DRAIN_TIMEOUT",
-    "health_db_timeout": "RG_HEALTH_DB_TIMEOUT",
-    "api_keys": "RG_API_KEYS",
-    "api_keys_file": "RG_API_KEYS_FILE",
-    "owner_secret": "RG_OWNER_SECRET",
-    "config": "RG_CONFIG",
-    "mcp_allow_hosts": "RG_MCP_ALLOW_HOSTS",
-    "mcp_timeout": "RG_MCP_TIMEOUT",
-    "max_tool_rounds": "RG_MAX_TOOL_ROUNDS",
-    "web_search": "RG_WEB_SEARCH",
-    "brave_api_key": "RG_BRAVE_API_KEY",
-    "tavily_api_key": "RG_TAVILY_API_KEY",
-    "exa_api_key": "RG_EXA_API_KEY",
-    "web_search_mcp_key": "RG_WEB_SEARCH_MCP_KEY",
-    "web_search_allow_domains": "RG_WEB_SEARCH_ALLOW_DOMAINS",
-    "web_search_deny_domains": "RG_WEB_SEARCH_DENY_DOMAINS",
-    "web_search_rate": "RG_WEB_SEARCH_RATE",
-    "web_search_cache_ttl": "RG_WEB_SEARCH_CACHE_TTL",
-    "web_search_timeout": "RG_WEB_SEARCH_TIMEOUT",
-    "web_fetch_timeout": "RG_WEB_FETCH_TIMEOUT",
-    "web_fetch_max_bytes": "RG_WEB_FETCH_MAX_BYTES",
-    "web_fetch_allow_hosts": "RG_WEB_FETCH_ALLOW_HOSTS",
-    "compaction_key": "RG_COMPACTION_KEY",
-    "websocket": "RG_WEBSOCKET",
-    "websocket_max_minutes": "RG_WEBSOCKET_MAX_MINUTES",
-    "websocket_ping_interval": "RG_WEBSOCKET_PING_INTERVAL",
-    "redis_url": "RG_REDIS_URL",
-    "redis_cluster": "RG_REDIS_CLUSTER",
-    "max_background": "RG_MAX_BACKGROUND",
-    "lease_timeout": "RG_LEASE_TIMEOUT",
-    "background_poll": "RG_BACKGROUND_POLL",
-    "event_retention_hours": "RG_EVENT_RETENTION_HOURS",
-    "redis_event_ttl": "RG_REDIS_EVENT_TTL",
-    "code_interpreter": "RG_CODE_INTERPRETER",
-    "code_interpreter_dir": "RG_CODE_INTERPRETER_DIR",
-    "code_interpreter_uid": "RG_CODE_INTERPRETER_UID",
-    "code_interpreter_timeout": "RG_CODE_INTERPRETER_TIMEOUT",
-    "code_interpreter_max_memory": "RG_CODE_INTERPRETER_MAX_MEMORY",
-    "code_interpreter_processes": "RG_CODE_INTERPRETER_PROCESSES",
-    "code_interpreter_output_bytes": "RG_CODE_INTERPRETER_OUTPUT_BYTES",
-    "code_interpreter_disk_bytes": "RG_CODE_INTERPRETER_DISK_BYTES",
-    "code_interpreter_file_bytes": "RG_CODE_INTERPRETER_FILE_BYTES",
-    "code_interpreter_idle_minutes": "RG_CODE_INTERPRETER_IDLE_MINUTES",
-    "code_interpreter_key_containers": "RG_CODE_INTERPRETER_KEY_CONTAINERS",
-    "code_interpreter_max_live": "RG_CODE_INTERPRETER_MAX_LIVE",
-    "public_url": "RG_PUBLIC_URL",
-    "max_file_bytes": "RG_MAX_FILE_BYTES",
-    "file_quota_bytes": "RG_FILE_QUOTA_BYTES",
-    "embeddings_model": "RG_EMBEDDINGS_MODEL",
-    "embeddings_url": "RG_EMBEDDINGS_URL",
-    "embeddings_api_key": "RG_EMBEDDINGS_API_KEY",
-    "embeddings_batch": "RG_EMBEDDINGS_BATCH",
-    "embeddings_timeout": "RG_EMBEDDINGS_TIMEOUT",
-    "ingest_workers": "RG_INGEST_WORKERS",
-    "max_pdf_pages": "RG_MAX_PDF_PAGES",
-    "max_extracted_chars": "RG_MAX_EXTRACTED_CHARS",
-    "pdf_timeout": "RG_PDF_TIMEOUT",
-    "pdf_max_memory_mb": "RG_PDF_MAX_MEMORY_MB",
-    "file_search_timeout": "RG_FILE_SEARCH_TIMEOUT",
-}
-
-CHOICES: dict[str, tuple[str, ...]] = {
-    "hosted_tools": get_args(HostedTools),
-    "reasoning_history": get_args(ReasoningHistory),
-    "max_tokens_field": get_args(MaxTokensField),
-    "websocket": ("on", "off"),
-    "log_format": ("text", "json"),
-    "code_interpreter": ("auto", "bubblewrap", "off"),
-    "code_interpreter_max_memory": ("1g", "4g", "16g", "64g"),
-}
-
-
-def from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The RG_* variables that are set, converted to the field types."""
-    environ = os.environ if environ is None else environ
-    types = {f: Settings.__dataclass_fields__[f].type for f in ENV}
-    out: dict[str, Any] = {}
-    for name, var in ENV.items():
-        raw = environ.get(var)
-        if raw is None or raw == "":
-            continue
-        kind = types[name]
-        if kind == "bool":
-            out[name] = raw.strip().lower() in ("1", "true", "yes", "on")
-        elif kind == "int":
-            out[name] = int(raw)
-        elif kind in ("float", "float | None") or name in ("retention_days", "mcp_timeout"):
-            out[name] = float(raw)
-        else:
-            out[name] = raw
-    return out
-
-
 def check(settings: Settings) -> Settings:
-    for name, allowed in CHOICES.items():
-        value = getattr(settings, name)
-        if value not in allowed:
-            raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+    """The core settings' declared checks and the rules that tie several together; ValueError naming the flag.
+    Each tool's group is checked by its own `check` (tools/kits.py)."""
+    declare.check(settings)
     if any(len(key) < MIN_COMPACTION_KEY for key in settings.compaction_keys()):
         raise ValueError(f"a compaction key must be at least {MIN_COMPACTION_KEY} characters, e.g. "
                          "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
-    for name in ("lease_timeout", "background_poll", "drain_timeout", "max_file_bytes", "embeddings_batch",
-                 "embeddings_timeout", "ingest_workers", "max_pdf_pages", "max_extracted_chars", "pdf_timeout",
-                 "pdf_max_memory_mb", "file_search_timeout",
-                 "max_header_bytes", "max_headers"):
-        if getattr(settings, name) <= 0:
-            raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
-    for name in ("code_interpreter_timeout", "code_interpreter_processes", "code_interpreter_output_bytes",
-                 "code_interpreter_disk_bytes", "code_interpreter_file_bytes", "code_interpreter_idle_minutes",
-                 "code_interpreter_key_containers", "code_interpreter_max_live"):
-        if getattr(settings, name) <= 0:
-            raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
-    if settings.send_timeout < 0:
-        raise ValueError(f"send_timeout must be 0 (none) or positive; got {settings.send_timeout!r}")
     if settings.redis_cluster and not settings.redis_url:
-        raise ValueError("redis_cluster needs a Redis URL (--redis): the address of any node of the cluster")
+        raise ValueError("--redis-cluster needs a Redis URL (--redis): the address of any node of the cluster")
     if settings.public_url and not settings.public_url.startswith(("http://", "https://")):
-        raise ValueError(f"public_url must be an http(s) URL; got {settings.public_url!r}")
-    if settings.embeddings_url and not settings.embeddings_url.startswith(("http://", "https://")):
-        raise ValueError(f"embeddings-url must be an http(s) URL; got {settings.embeddings_url!r}")
+        raise ValueError(f"--public-url must be an http(s) URL; got {settings.public_url!r}")
     if settings.redis_url and not settings.redis_url.startswith(("redis://", "rediss://", "unix://")):
-        raise ValueError(f"redis must be a redis://, rediss:// or unix:// URL; got {settings.redis_url!r}")
-    if settings.web_search:
-        from .tools.web_search.config import parse_spec
-
-        parse_spec(settings.web_search)  # a wrong provider stops the gateway at startup, naming it
-    for name in ("web_search_timeout", "web_fetch_timeout", "web_fetch_max_bytes"):
-        if getattr(settings, name) <= 0:
-            raise ValueError(f"{name} must be positive; got {getattr(settings, name)!r}")
+        raise ValueError(f"--redis must be a redis://, rediss:// or unix:// URL; got {settings.redis_url!r}")
     if not settings.is_demo and not settings.upstream_url.startswith(("http://", "https://")):
-        raise ValueError(f"upstream must be an http(s) URL or 'demo'; got {settings.upstream_url!r}")
+        raise ValueError(f"--upstream must be an http(s) URL or 'demo'; got {settings.upstream_url!r}")
     return settings

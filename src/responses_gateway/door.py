@@ -5,7 +5,7 @@ Every way a response starts — `POST /v1/responses` (streamed, whole or backgro
 the same checks, so a limit added here holds on every transport at once (docs/limits.md has the table):
 
 - admission (`Door.admit`): a cap on requests in flight in this process, and per API key a concurrency cap
-  and a request rate, kept in Redis (api/shared_limits.py) when `--redis` is set. Beyond a limit:
+  and a request rate, kept in Redis (shared_limits.py) when `--redis` is set. Beyond a limit:
   `RateLimited`, OpenAI's 429 (`type: "requests"`, `code: "rate_limit_exceeded"`), counted in
   `responses_gateway_requests_limited_total{reason}`. An admitted request holds a `Ticket` until its
   response has been sent — a stream until its last event, a background response until its job ends — and
@@ -31,9 +31,9 @@ from .offload import LARGE_BYTES
 from .protocol.bounds import Bounds, InputLayout, check_body, plainly_within
 
 if TYPE_CHECKING:
-    from .api.shared_limits import SharedLimits
     from .config import Settings
     from .protocol.request import CreateResponse
+    from .shared_limits import SharedLimits
 
 
 @dataclass(frozen=True)

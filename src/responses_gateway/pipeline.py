@@ -26,12 +26,33 @@ from .composer import Composer
 from .errors import APIError, UpstreamError
 from .logs import RESPONSE_ID
 from .observe import Observation
+from .protocol.request import CreateResponse
 from .upstreams.base import Call, EventStream, Upstream
 
 log = logging.getLogger("responses_gateway.pipeline")
 
 Events = list[dict[str, Any]]
 OnFinal = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@dataclass
+class Started:
+    """A response that has started: consume `batches` (each a list of events) to run it to its end."""
+
+    request: CreateResponse
+    composer: Composer
+    history: list[dict[str, Any]]  # the full input sent upstream
+    items: list[dict[str, Any]]  # this request's input items, with ids, as stored
+    owner: str
+    batches: AsyncGenerator[list[dict[str, Any]], None]
+    # what runs with the final response before the terminal event (store, conversation, `then`); a job that
+    # ends the response itself (a background cancel) runs it too
+    on_final: OnFinal | None = None
+    seen: Observation | None = None  # its timings (metrics), for whoever ends it
+
+    @property
+    def final(self) -> dict[str, Any]:
+        return self.composer.final
 
 # Graceful drain: the tasks running a response now. When the drain timeout ends (SIGTERM), `end_all` cancels
 # each with DRAIN, and its pipeline ends the response with `response.failed` (stored) instead of vanishing.

@@ -18,16 +18,17 @@ from .composer import Composer
 from .generation import Usage
 from .logs import RESPONSE_ID
 from .observe import Observation
-from .pipeline import OnFinal, Steps, run
+from .pipeline import OnFinal, Started, Steps, run
 from .protocol.items import normalize_input
-from .protocol.request import CreateResponse, conversation_id
+from .protocol.request import CreateResponse, check_include, conversation_id
 from .protocol.response import skeleton
-from .protocol.tools import found_tools, normalize_tools
+from .protocol.tools import Declared, found_tools, normalize_tools
+from .route import Route
 from .services import Services
 from .state import conversation_history, resolve
-from .tools.frame import Context, Declared, Kit, Runner
+from .tools.frame import Context, Kit, Runner, ToolServices
 from .tools.history import lower_tools, shown_item
-from .tools.kits import DEFAULT, all_kits
+from .tools.kits import order_of
 from .tools.loop import ToolLoop
 from .truncation import Truncating
 from .upstreams.base import Batch, Call, EventStream, Upstream
@@ -37,26 +38,6 @@ APPENDED = ("completed", "incomplete")
 
 # (previous_response_id, this request's items, owner) → (history sent upstream, items as stored)
 Resolver = Callable[[str | None, list[dict[str, Any]], str], Awaitable[tuple[list[dict[str, Any]], list[dict[str, Any]]]]]
-
-
-@dataclass
-class Started:
-    """A response that has started: consume `batches` (each a list of events) to run it to its end."""
-
-    request: CreateResponse
-    composer: Composer
-    history: list[dict[str, Any]]  # the full input sent upstream
-    items: list[dict[str, Any]]  # this request's input items, with ids, as stored
-    owner: str
-    batches: AsyncGenerator[list[dict[str, Any]], None]
-    # what runs with the final response before the terminal event (store, conversation, `then`); a job that
-    # ends the response itself (a background cancel) runs it too
-    on_final: OnFinal | None = None
-    seen: Observation | None = None  # its timings (metrics), for whoever ends it
-
-    @property
-    def final(self) -> dict[str, Any]:
-        return self.composer.final
 
 
 @dataclass
@@ -72,29 +53,32 @@ class Prepared:
     compaction: Any = None  # compaction.step.Plan, when compaction items, a trigger or context_management
     render: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = lower_tools  # raw history → what upstreams see
     route: str = "*"  # the matching routing rule's `match`: the route's name in metrics
+    upstream_route: Route | None = None  # the route itself (its settings: tools such as computer use read them)
 
 
 async def prepare(services: Services, req: CreateResponse, owner: str, resolver: Resolver | None = None) -> Prepared:
     """Check the request's bounds (door.py), route the model, resolve the history (previous response, item
     references, conversation) and the tools. Raises APIError for anything the client must fix."""
     services.door.check_request(req)
-    settings, store = services.settings, services.store
+    settings, store, toolbox = services.settings, services.store, services.toolbox
+    check_include(req.include or (), toolbox.includes)
     rule, upstream = services.router.rule_for(req.model)
     upstream_model = rule.route.model or req.model
-    items = await offload.run(normalize_input, req.input) if offload.is_large() else normalize_input(req.input)
+    items = await offload.run(normalize_input, req.input, toolbox) if offload.is_large() \
+        else normalize_input(req.input, toolbox)
     trigger = bool(items) and items[-1]["type"] == "compaction_trigger"
     if trigger:  # a request, not an item: never stored, never sent upstream
         items = items[:-1]
     if resolver is None:
-        history, items = await resolve(store, req.previous_response_id, items, owner)
+        history, items = await resolve(store, req.previous_response_id, items, owner, toolbox)
     else:
         history, items = await resolver(req.previous_response_id, items, owner)
     conversation = conversation_id(req.conversation)
     if conversation is not None:
-        history = await conversation_history(store, conversation, owner) + history
+        history = await conversation_history(store, conversation, owner, toolbox) + history
     tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
-                            found=found_tools(history), toolbox=services.toolbox or DEFAULT)
-    await preflight(tools.gateway, services, owner)
+                            found=found_tools(history), toolbox=toolbox)
+    await preflight(tools.gateway, services.tools, owner)
     if req.truncation == "auto":
         upstream = Truncating(upstream, getattr(getattr(upstream, "route", None), "context_window", None))
     plan = None
@@ -106,7 +90,7 @@ async def prepare(services: Services, req: CreateResponse, owner: str, resolver:
         render = plan.render
     call = Call(req, await offload.run(render, history) if offload.is_large() else render(history), tools,
                 req.instructions, upstream_model)
-    return Prepared(upstream, call, history, items, conversation, trigger, plan, render, rule.match)
+    return Prepared(upstream, call, history, items, conversation, trigger, plan, render, rule.match, rule.route)
 
 
 async def start(services: Services, req: CreateResponse, owner: str, *, resolver: Resolver | None = None,
@@ -139,9 +123,9 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
         composer.show(lambda item: shown_item(item, wanted))
 
     def tool_loop(call: Call) -> ToolLoop:
-        context = Context(services, owner, req, history, frozenset(include), seen)
-        return ToolLoop(call, history, start_runners(declared, context), render=prepared.render,
-                        max_rounds=settings.max_tool_rounds)
+        runners = start_runners(declared, services.tools, owner, req, history, frozenset(include), seen,
+                                prepared.upstream_route)
+        return ToolLoop(call, history, runners, render=prepared.render, max_rounds=settings.max_tool_rounds)
 
     loop: Steps | None = None
     stream: EventStream | None = None
@@ -152,7 +136,7 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
         from .compaction.step import CompactionStep
 
         loop = CompactionStep(plan, call, history, answer=not prepared.trigger, hosted_policy=settings.hosted_tools,
-                              tool_loop=tool_loop if declared else None)
+                              toolbox=services.toolbox, tool_loop=tool_loop if declared else None)
         stream = await _open(upstream, loop.summary_call, seen)
     elif declared:
         loop = tool_loop(call)
@@ -178,28 +162,33 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
                    seen)
 
 
-async def preflight(declared: list[Declared], services: Services, owner: str) -> None:
-    """Each gateway-run kit's check against the deployment (its `preflight`), before any event."""
+async def preflight(declared: list[Declared], tools: ToolServices, owner: str) -> None:
+    """Each gateway-run kit's check against its service (its `preflight`), before any event."""
     if not declared:  # most requests: no gateway-run tool
         return
     for kit, group in by_kit(declared).items():
         if kit.preflight is not None:
-            await kit.preflight(group, services, owner)
+            await kit.preflight(group, tools.service(kit), owner)
 
 
-def start_runners(declared: list[Declared], context: Context) -> dict[str, Runner]:
-    """One runner per kit among the declared tools (a kit gets all its declarations)."""
-    return {kit.name: kit.start(group, context) for kit, group in by_kit(declared).items()}
+def start_runners(declared: list[Declared], tools: ToolServices, owner: str, req: CreateResponse,
+                  history: list[dict[str, Any]], include: frozenset[str], seen: Observation | None,
+                  route: Route | None) -> dict[str, Runner]:
+    """One runner per kit among the declared tools (a kit gets all its declarations), each given its own
+    service."""
+    return {kit.name: kit.start(group, Context(tools.service(kit), owner, req, history, include, seen, route))
+            for kit, group in by_kit(declared).items()}
 
 
-def by_kit(declared: list[Declared]) -> dict[Kit, list[Declared]]:
+def by_kit(declared: list[Declared]) -> dict[Kit[Any, Any], list[Declared]]:
     """The declarations grouped by kit, in the order of the registry (tools/kits.py): the order in which their
     annotators see the answer's text."""
-    groups: dict[Kit, list[Declared]] = {}
+    groups: dict[Kit[Any, Any], list[Declared]] = {}
     for one in declared:
-        groups.setdefault(one.kit, []).append(one)
-    order = {kit: i for i, kit in enumerate(all_kits())}
-    return {kit: groups[kit] for kit in sorted(groups, key=lambda k: order.get(k, len(order)))}
+        kit = one.kit
+        assert isinstance(kit, Kit)  # a declaration's kit is one of the registry's (tools/kits.py)
+        groups.setdefault(kit, []).append(one)
+    return {kit: groups[kit] for kit in sorted(groups, key=order_of)}
 
 
 async def _open(upstream: Upstream, call: Call, seen: Observation) -> EventStream:

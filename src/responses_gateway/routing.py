@@ -98,12 +98,6 @@ def load_rules(path: str, environ: Mapping[str, str] | None = None) -> list[Rule
     return rules
 
 
-def load_table(path: str, name: str) -> Any:
-    """A top-level table of the routing file besides [[routes]] (e.g. [web_search]), or None."""
-    with open(path, "rb") as fh:
-        return tomllib.load(fh).get(name)
-
-
 def _check(entry: dict[str, Any], where: str) -> None:
     """One `[[routes]]` entry: known keys only, each with a value of its type (and in its closed set)."""
     unknown = set(entry) - KEYS

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .protocol.tools import EMPTY, Toolbox
+from .tools.frame import ToolServices
+
 if TYPE_CHECKING:
     from .background import Background
     from .compaction.keys import Keyring
@@ -17,10 +20,6 @@ if TYPE_CHECKING:
     from .door import Door
     from .routing import Router
     from .store import Store
-    from .tools.code_interpreter.service import CodeInterpreter
-    from .tools.file_search.service import FileSearch
-    from .tools.kits import Toolbox
-    from .tools.web_search.service import WebSearch
 
 
 @dataclass
@@ -32,11 +31,8 @@ class Services:
     background: Background | None = None  # background responses need the store
     owners: dict[bytes, str] = field(default_factory=dict)  # API key -> owner id (api/auth.py)
     keyring: Keyring | None = None  # compaction's, made on first use (compaction/keys.py)
-    toolbox: Toolbox | None = None  # the gateway-run tools this deployment can run (tools/kits.py)
-    web_search: WebSearch | None = None  # the web search providers, when configured (docs/web-search.md)
-    file_search: FileSearch | None = None  # file_search's service, with a store and the extra (docs/file-search.md)
-    code_interpreter: CodeInterpreter | None = None  # its containers, when on and the sandbox works
-    code_interpreter_problem: str | None = None  # why the code interpreter is not running, when it is not
+    tools: ToolServices = field(default_factory=ToolServices)  # each gateway-run tool's service, or why not
+    toolbox: Toolbox = EMPTY  # the gateway-run tools as requests meet them (tools/kits.toolbox)
 
 
 def of(app: Any) -> Services:

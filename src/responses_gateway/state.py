@@ -13,9 +13,9 @@ from . import offload
 from .errors import APIError
 from .ids import new_id
 from .protocol.items import normalize_item
+from .protocol.tools import Toolbox
 from .store.conversations import Conversations
 from .store.responses import Responses
-from .tools.history import is_gateway_item
 
 ID_PREFIX = {
     "message": "msg", "function_call": "fc", "function_call_output": "fco", "custom_tool_call": "ctc",
@@ -36,8 +36,9 @@ def previous_not_found(previous_response_id: str) -> APIError:
 
 
 async def resolve(store: Responses | None, previous_response_id: str | None, items: list[dict[str, Any]],
-                  owner: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(history for the upstream, this request's items as they will be stored). Raises before any stream."""
+                  owner: str, toolbox: Toolbox) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(history for the upstream, this request's items as they will be stored). Raises before any stream.
+    `toolbox`: the gateway-run tools, whose kits normalize their stored items."""
     refs = [item["id"] for item in items if item["type"] == "item_reference"]
     if (previous_response_id or refs) and store is None:
         raise APIError(400, "This gateway keeps no state (it runs with --db none): previous_response_id and "
@@ -53,8 +54,8 @@ async def resolve(store: Responses | None, previous_response_id: str | None, ite
                                f"{running['status']}; chain from it once it has finished.",
                                param="previous_response_id", code="previous_response_not_finished")
             raise previous_not_found(previous_response_id)
-        history = [normalize_item(item, "previous_response") for item in found]
-    bare = [item["id"] for item in items if _bare_reasoning(item) or _replayed_tool_item(item)]
+        history = [normalize_item(item, "previous_response", toolbox) for item in found]
+    bare = [item["id"] for item in items if _bare_reasoning(item) or _replayed_tool_item(item, toolbox)]
     if (refs or bare) and store is not None:
         stored = await store.items_by_id(refs + bare, owner)
         resolved = []
@@ -63,9 +64,9 @@ async def resolve(store: Responses | None, previous_response_id: str | None, ite
                 if item["id"] not in stored:
                     raise APIError(404, f"Item with id '{item['id']}' not found.", param=f"input[{i}]",
                                    code=None)
-                item = normalize_item(stored[item["id"]], f"input[{i}]")
-            elif _bare_reasoning(item) and _sealed_reasoning(stored.get(item["id"])) or _replayed_tool_item(item) and stored.get(item["id"], {}).get("type") == item["type"]:
-                item = normalize_item(stored[item["id"]], f"input[{i}]")
+                item = normalize_item(stored[item["id"]], f"input[{i}]", toolbox)
+            elif _bare_reasoning(item) and _sealed_reasoning(stored.get(item["id"])) or _replayed_tool_item(item, toolbox) and stored.get(item["id"], {}).get("type") == item["type"]:
+                item = normalize_item(stored[item["id"]], f"input[{i}]", toolbox)
             resolved.append(item)
         items = resolved
     return history + items, await offload.run(with_ids, items)
@@ -80,23 +81,24 @@ def _bare_reasoning(item: dict[str, Any]) -> bool:
     return item["type"] == "reasoning" and isinstance(item.get("id"), str) and not item.get("encrypted_content")
 
 
-def _replayed_tool_item(item: dict[str, Any]) -> bool:
+def _replayed_tool_item(item: dict[str, Any], toolbox: Toolbox) -> bool:
     """A gateway-run tool's item sent back by value (clients replay output items as they were shown, without
     what `include` left out — a file search's results, a code interpreter's outputs): the stored copy of that
     id is the whole item, so the model sees on this turn what it saw on the first."""
-    return isinstance(item.get("id"), str) and is_gateway_item(item)
+    return isinstance(item.get("id"), str) and item["type"] in toolbox.by_item
 
 
 def _sealed_reasoning(item: dict[str, Any] | None) -> bool:
     return item is not None and item.get("type") == "reasoning" and bool(item.get("encrypted_content"))
 
 
-async def conversation_history(store: Conversations | None, conversation: str, owner: str) -> list[dict[str, Any]]:
+async def conversation_history(store: Conversations | None, conversation: str, owner: str,
+                               toolbox: Toolbox) -> list[dict[str, Any]]:
     """A conversation's items, oldest first, as history for a response created in it."""
     found = await store.conversation_history(conversation, owner) if store is not None else None
     if found is None:
         raise APIError(404, f"Conversation with id '{conversation}' not found.", param="conversation", code=None)
-    return [normalize_item(item, "conversation") for item in found]
+    return [normalize_item(item, "conversation", toolbox) for item in found]
 
 
 def with_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

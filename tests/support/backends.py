@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from responses_gateway.config import Settings
+from responses_gateway.configure import make as make_settings
 from tests.support.server import GatewayServer
 
 PG_ADMIN_URL = os.environ.get("RG_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -195,7 +195,7 @@ def start_gateway(backend: Backend, upstream) -> Iterator[Callable[..., GatewayS
     servers: list[GatewayServer] = []
 
     def start(**overrides) -> GatewayServer:
-        settings = Settings(upstream_url=upstream.base_url, db=backend.db, **overrides)
+        settings = make_settings(upstream_url=upstream.base_url, db=backend.db, **overrides)
         server = GatewayServer(settings).__enter__()
         servers.append(server)
         return server

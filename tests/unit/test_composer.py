@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from responses_gateway import generation as g
 from responses_gateway.composer import response_error_code
-from responses_gateway.config import Settings
 from responses_gateway.protocol.reasoning import unseal
 from responses_gateway.tools.frame import Context
 from responses_gateway.tools.mcp.runner import MCPRunner
+from responses_gateway.tools.mcp.service import MCP
 
 from .streams import Sink, new_composer
 
@@ -281,7 +279,7 @@ def test_logprobs_only_when_asked(want):
 
 def mcp_runner(composer, approval=()):
     """The real MCP runner of one response, with no server to reach (nothing here runs a call)."""
-    runner = MCPRunner([], Context(SimpleNamespace(settings=Settings()), "", None, []))
+    runner = MCPRunner([], Context(MCP(), "", None, []))
     runner.approval.update(approval)
     composer.use("mcp", runner)
     return runner

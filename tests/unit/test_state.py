@@ -11,7 +11,9 @@ import pytest
 from responses_gateway.errors import APIError
 from responses_gateway.state import resolve
 from responses_gateway.store import open_store
+from responses_gateway.tools.kits import everything
 
+TOOLBOX = everything()  # every kit of the build: stored tool items normalize as in a running gateway
 USER = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "again"}]}
 MCP_CALL = {"id": "mcp_1", "type": "mcp_call", "status": "completed", "server_label": "calc", "name": "add",
             "arguments": "{}", "output": "42", "error": None, "approval_request_id": None}
@@ -37,7 +39,7 @@ def run(tmp_path, *steps):
 
 
 def test_previous_response_id_brings_the_chain_first_then_the_new_items(tmp_path):
-    ((history, items),) = run(tmp_path, lambda s: resolve(s, "resp_1", [USER], "a"))
+    ((history, items),) = run(tmp_path, lambda s: resolve(s, "resp_1", [USER], "a", TOOLBOX))
     assert [i.get("id") for i in history] == ["msg_0", "msg_1", "mcp_1", None]
     assert len(items) == 1 and items[0]["id"].startswith("msg_")  # stored with an id of its own
 
@@ -45,7 +47,7 @@ def test_previous_response_id_brings_the_chain_first_then_the_new_items(tmp_path
 def test_another_owners_or_an_unknown_previous_response_is_a_400(tmp_path):
     async def foreign(store):
         with pytest.raises(APIError) as caught:
-            await resolve(store, "resp_1", [USER], "b")
+            await resolve(store, "resp_1", [USER], "b", TOOLBOX)
         return caught.value
 
     (error,) = run(tmp_path, foreign)
@@ -55,10 +57,10 @@ def test_another_owners_or_an_unknown_previous_response_is_a_400(tmp_path):
 def test_an_item_reference_resolves_to_the_stored_item_and_an_unknown_one_is_a_404(tmp_path):
     async def missing(store):
         with pytest.raises(APIError) as caught:
-            await resolve(store, None, [{"type": "item_reference", "id": "msg_9"}], "a")
+            await resolve(store, None, [{"type": "item_reference", "id": "msg_9"}], "a", TOOLBOX)
         return caught.value
 
-    (history, _), error = run(tmp_path, lambda s: resolve(s, None, [{"type": "item_reference", "id": "msg_1"}], "a"),
+    (history, _), error = run(tmp_path, lambda s: resolve(s, None, [{"type": "item_reference", "id": "msg_1"}], "a", TOOLBOX),
                               missing)
     assert history[0]["content"][0]["text"] == "hi"
     assert (error.status, error.param) == (404, "input[0]")
@@ -66,14 +68,14 @@ def test_an_item_reference_resolves_to_the_stored_item_and_an_unknown_one_is_a_4
 
 def test_a_tool_item_sent_back_without_what_include_hid_is_replaced_by_its_stored_copy(tmp_path):
     stripped = {k: v for k, v in MCP_CALL.items() if k != "output"}
-    ((history, _), (foreign, _)) = run(tmp_path, lambda s: resolve(s, None, [stripped, USER], "a"),
-                                       lambda s: resolve(s, None, [stripped, USER], "b"))
+    ((history, _), (foreign, _)) = run(tmp_path, lambda s: resolve(s, None, [stripped, USER], "a", TOOLBOX),
+                                       lambda s: resolve(s, None, [stripped, USER], "b", TOOLBOX))
     assert history[0]["output"] == "42"
     assert "output" not in foreign[0]  # another key's copy is never used
 
 
 def test_without_a_store_state_is_refused_by_name():
     with pytest.raises(APIError) as caught:
-        asyncio.run(resolve(None, "resp_1", [USER], "a"))
+        asyncio.run(resolve(None, "resp_1", [USER], "a", TOOLBOX))
     assert (caught.value.status, caught.value.param, caught.value.code) == (400, "previous_response_id",
                                                                             "unsupported_parameter")

@@ -20,7 +20,7 @@ from ..respond import start
 from ..services import of
 from ..state import with_ids
 from .errors import error_response
-from .responses import ClientGone, cancelled_if_client_leaves, owner, read_body
+from .request import ClientGone, cancelled_if_client_leaves, owner, read_body
 
 
 async def compact_response(request: Request) -> Response:

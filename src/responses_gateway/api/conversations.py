@@ -21,8 +21,8 @@ from ..state import with_ids
 from ..store.base import Page
 from ..store.conversations import Conversations
 from .paging import page_body, page_params
-from .responses import owner, read_body
-from .stored import include_param, json_response
+from .request import json_response, owner, read_body
+from .stored import include_param
 
 
 def not_found(conversation_id: str) -> APIError:
@@ -50,7 +50,7 @@ async def _existing(request: Request) -> dict[str, Any]:
 
 
 async def create_conversation(request: Request) -> Response:
-    items, metadata = await offload.run(parse_create, await _body(request))
+    items, metadata = await offload.run(parse_create, await _body(request), of(request.app).toolbox)
     store = _store(request)
     conversation = {"id": new_id("conv"), "object": "conversation", "created_at": int(time.time()),
                     "metadata": metadata}
@@ -78,7 +78,7 @@ async def delete_conversation(request: Request) -> Response:
 
 async def add_items(request: Request) -> Response:
     include_param(request)
-    items = await offload.run(with_ids, await offload.run(parse_items, await _body(request)))
+    items = await offload.run(with_ids, await offload.run(parse_items, await _body(request), of(request.app).toolbox))
     conversation = await _existing(request)
     await _store(request).append_conversation(conversation["id"], owner(request), items)
     return json_response(page_body(Page(items, False)))

@@ -17,7 +17,7 @@ from .. import offload, tokens
 from ..protocol.request import CreateResponse, Reasoning, StrictModel, Text, check_semantics, to_api_error
 from ..respond import prepare
 from ..services import of
-from .responses import ClientGone, cancelled_if_client_leaves, owner, read_body
+from .request import ClientGone, cancelled_if_client_leaves, owner, read_body
 
 
 class InputTokensRequest(StrictModel):

@@ -12,123 +12,29 @@ later is reported in the stream, as OpenAI reports a refusal it finds late: `res
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .. import offload
 from ..composer import Composer
-from ..door import too_large
-from ..edge import HttpEdge, edge_of
 from ..errors import SERVER_ERROR, APIError
 from ..logs import RESPONSE_ID
-from ..protocol.bounds import InputLayout
-from ..protocol.request import CreateResponse, parse_request
+from ..pipeline import Started
+from ..protocol.request import CreateResponse
 from ..protocol.response import skeleton
 from ..protocol.tools import ToolSet, normalize_tools
-from ..respond import Started, start
+from ..respond import start
 from ..services import Services, of
-from .admission import body_of, hand_over
+from .admission import hand_over
 from .errors import error_response
+from .request import ClientGone, cancelled_if_client_leaves, owner, read_request
 from .streaming import EventStreamResponse, end_from_outside
 
 log = logging.getLogger("responses_gateway")
-
-
-async def read_body(request: Request, limit: int | None = None) -> bytes | bytearray:
-    """The body, refused with a 413 above `limit` bytes (an endpoint's own bound; --max-body-bytes always
-    holds) and a 400 when it costs too much to parse."""
-    raw, _ = await read_checked(request, limit)
-    return raw
-
-
-async def read_request(request: Request) -> CreateResponse:
-    """The validated body of POST /v1/responses; a large one is parsed in a worker thread, its input items
-    one by one (so no single step holds the GIL for long)."""
-    raw, layout = await read_checked(request)
-    return await offload.run(parse_request, raw, layout if offload.is_large() else None)
-
-
-async def read_checked(request: Request, limit: int | None = None) -> tuple[bytes | bytearray, InputLayout | None]:
-    door = of(request.app).door
-    raw = body_of(request.scope)  # read before admission (api/admission.py)
-    if raw is None:  # none, or a multipart body its endpoint reads as it comes
-        raw = await read_streamed(request, door.limits.max_body_bytes if limit is None else limit)
-    elif limit is not None and len(raw) > limit:
-        raise too_large(limit)
-    offload.mark(len(raw))  # what this request's items cost is paid in a worker thread too (offload.py)
-    layout = await offload.run(door.scan, raw)
-    return raw, layout
-
-
-async def read_streamed(request: Request, limit: int) -> bytearray:
-    """Appended chunk by chunk as it arrives: one join of tens of MB at the end would be a single step of
-    tens of milliseconds on the event loop (most of it page faults on the fresh memory)."""
-    length = request.headers.get("content-length")
-    if length and length.isdigit() and int(length) > limit:
-        raise too_large(limit)
-    body = bytearray()
-    async for chunk in request.stream():
-        if len(body) + len(chunk) > limit:
-            raise too_large(limit)
-        body += chunk
-    return body
-
-
-def owner(request: Request) -> str:
-    who: str = request.scope.get("state", {}).get("owner", "")
-    return who
-
-
-class ClientGone(Exception):
-    """The client hung up while the gateway was still working for it."""
-
-
-@contextlib.asynccontextmanager
-async def cancelled_if_client_leaves(request: Request) -> AsyncIterator[None]:
-    """Run the block in this task, cancelled the moment the client goes away: waiting for the upstream's
-    headers, or for a whole non-streamed answer, must not keep a model generating for nobody (once streaming,
-    the SSE sink watches). The work stays in this task, so nothing waits for a task switch. Under the edge
-    (edge.py) it learns of the departure from the connection itself; elsewhere a task waits on `receive`."""
-    task = asyncio.current_task()
-    assert task is not None
-    gone = False
-
-    def left() -> None:
-        nonlocal gone
-        gone = True
-        task.cancel()
-
-    async def watch() -> None:
-        while (await request.receive())["type"] != "http.disconnect":
-            pass
-        left()
-
-    edge = edge_of(request.scope)
-    watcher = None
-    if isinstance(edge, HttpEdge):  # the edge tells (no task waiting on `receive`)
-        if edge.lost:
-            raise ClientGone
-        edge.on_lost = left
-    else:
-        watcher = asyncio.create_task(watch())
-    try:
-        yield
-    except asyncio.CancelledError:
-        if not gone:
-            raise
-        task.uncancel()
-        raise ClientGone from None
-    finally:
-        if watcher is not None:
-            watcher.cancel()
-        elif isinstance(edge, HttpEdge):
-            edge.on_lost = None
 
 
 async def create_response(request: Request) -> Response | EventStreamResponse:

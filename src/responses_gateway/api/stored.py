@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -15,21 +14,17 @@ from ..services import of
 from ..state import not_found
 from ..tools.history import shown_items
 from .paging import page_body, page_params
-from .responses import owner
+from .request import json_response, owner
 from .streaming import EventStreamResponse
 
 if TYPE_CHECKING:
     from ..background import Background
 
 
-def json_response(obj: Any) -> Response:
-    return Response(orjson.dumps(obj), media_type="application/json")
-
-
 def include_param(request: Request) -> list[str]:
     """The `include` query values, each checked."""
     values = request.query_params.getlist("include") + request.query_params.getlist("include[]")
-    check_include(values)
+    check_include(values, of(request.app).toolbox.includes)
     return values
 
 

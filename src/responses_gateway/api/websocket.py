@@ -126,7 +126,7 @@ class Connection:
         self.services = services
         self.settings = services.settings
         self.owner = websocket.scope.get("state", {}).get("owner", "")
-        self.last = LastResponse(services.store)
+        self.last = LastResponse(services.store, services.toolbox)
         self.queue: asyncio.Queue[Job] = asyncio.Queue()
         self.waiting = 0  # requests in the queue, and their bytes
         self.waiting_bytes = 0

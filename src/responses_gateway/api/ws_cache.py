@@ -12,15 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.items import normalize_item
+from ..protocol.tools import Toolbox
 from ..state import previous_not_found, resolve
 from ..store.responses import Responses
 
 
 class LastResponse:
-    __slots__ = ("store", "id", "history")
+    __slots__ = ("store", "toolbox", "id", "history")
 
-    def __init__(self, store: Responses | None):
+    def __init__(self, store: Responses | None, toolbox: Toolbox):
         self.store = store
+        self.toolbox = toolbox
         self.id: str | None = None
         self.history: list[dict[str, Any]] = []  # everything a continuation inherits: the parent's input and output
 
@@ -28,11 +30,11 @@ class LastResponse:
                       owner: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """`respond.start`'s resolver: the cached parent when it is the one asked for, else the store."""
         if previous_response_id is not None and previous_response_id == self.id:
-            history, stored = await resolve(self.store, None, items, owner)
+            history, stored = await resolve(self.store, None, items, owner, self.toolbox)
             return self.history + history, stored
         if previous_response_id is not None and self.store is None:
             raise previous_not_found(previous_response_id)
-        return await resolve(self.store, previous_response_id, items, owner)
+        return await resolve(self.store, previous_response_id, items, owner, self.toolbox)
 
     def remember(self, response: dict[str, Any], history: list[dict[str, Any]]) -> None:
         """`response` as stored (sealed reasoning included); `history`: the input it was generated from."""
@@ -40,7 +42,7 @@ class LastResponse:
             self.forget()
             return
         self.id = response["id"]
-        self.history = history + [normalize_item(item, "previous_response") for item in response["output"]]
+        self.history = history + [normalize_item(item, "previous_response", self.toolbox) for item in response["output"]]
 
     def forget(self) -> None:
         self.id = None

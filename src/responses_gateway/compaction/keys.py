@@ -15,8 +15,7 @@ import base64
 import hashlib
 import logging
 import os
-import secrets
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from cryptography.exceptions import InvalidTag
@@ -25,9 +24,6 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ..errors import APIError
-
-if TYPE_CHECKING:
-    from ..services import Services
 
 log = logging.getLogger("responses_gateway.compaction")
 
@@ -73,19 +69,3 @@ class Keyring:
 def unopenable(where: str, why: str) -> APIError:
     return APIError(400, f"The compaction item at '{where}' cannot be opened: {why}.",
                     param=f"{where}.encrypted_content", code="invalid_encrypted_content")
-
-
-async def keyring(services: Services) -> Keyring:
-    """The app's keyring, made on first use (requests without compaction never pay for it)."""
-    ring = services.keyring
-    if ring is None:
-        configured = services.settings.compaction_keys()
-        if not configured:
-            fresh = secrets.token_urlsafe(32)
-            if services.store is not None:
-                configured = [await services.store.secret(STORE_NAME, fresh)]
-            else:
-                log.warning("no --compaction-key and no store: compaction items open only in this process")
-                configured = [fresh]
-        ring = services.keyring = Keyring(configured)
-    return ring

@@ -16,6 +16,7 @@ item.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -24,12 +25,13 @@ from ..composer import Composer
 from ..errors import APIError, UpstreamError
 from ..pipeline import Events, Stop
 from ..protocol.request import CreateResponse, compact_threshold
-from ..protocol.tools import found_tools, normalize_tools
+from ..protocol.tools import Toolbox, found_tools, normalize_tools
 from ..tokens import estimate
 from ..tools.history import lower_tools
 from ..upstreams.base import Call
+from . import keys
 from .history import has_compaction, lower_compaction, misplaced_trigger, sealed
-from .keys import Keyring, keyring
+from .keys import Keyring
 
 if TYPE_CHECKING:
     from ..services import Services
@@ -92,13 +94,15 @@ async def plan_compaction(services: Services, req: CreateResponse, history: list
     return result
 
 
-def summary_call(call: Call, history: list[dict[str, Any]], plan_: Plan, hosted_policy: str) -> Call:
+def summary_call(call: Call, history: list[dict[str, Any]], plan_: Plan, hosted_policy: str,
+                 toolbox: Toolbox) -> Call:
     """The step that writes the summary: the history so far, then the request to summarise it."""
     req = call.request.model_copy(update={
         "tool_choice": "none", "text": None, "include": None, "top_logprobs": None, "max_output_tokens": None,
         "max_tool_calls": None, "parallel_tool_calls": None,
     })
-    tools = normalize_tools(req.tools, "none", hosted_policy=hosted_policy, found=found_tools(history))
+    tools = normalize_tools(req.tools, "none", hosted_policy=hosted_policy, found=found_tools(history),
+                            toolbox=toolbox)
     ask = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": SUMMARY_PROMPT}]}
     return Call(req, [*plan_.render(history), ask], tools, call.instructions, call.model)
 
@@ -108,13 +112,13 @@ class CompactionStep:
     answer, itself run by a tool loop when the request has gateway-run tools."""
 
     def __init__(self, plan_: Plan, call: Call, history: list[dict[str, Any]], *, answer: bool, hosted_policy: str,
-                 tool_loop: Callable[[Call], ToolLoop] | None = None):
+                 toolbox: Toolbox, tool_loop: Callable[[Call], ToolLoop] | None = None):
         self.plan = plan_
         self.call = call  # the answer step's call
         self.history = history
         self.answer = answer
         self.tool_loop = tool_loop
-        self.summary_call = summary_call(call, history, plan_, hosted_policy)
+        self.summary_call = summary_call(call, history, plan_, hosted_policy, toolbox)
         self.inner: ToolLoop | None = None  # the tool loop running the answer
         self.summarised = False
         self.stop: Stop | None = None
@@ -168,3 +172,19 @@ class CompactionStep:
     async def aclose(self) -> None:
         if self.inner is not None:
             await self.inner.aclose()
+
+
+async def keyring(services: Services) -> Keyring:
+    """The app's keyring, made on first use (requests without compaction never pay for it)."""
+    ring = services.keyring
+    if ring is None:
+        configured = services.settings.compaction_keys()
+        if not configured:
+            fresh = secrets.token_urlsafe(32)
+            if services.store is not None:
+                configured = [await services.store.secret(keys.STORE_NAME, fresh)]
+            else:
+                log.warning("no --compaction-key and no store: compaction items open only in this process")
+                configured = [fresh]
+        ring = services.keyring = Keyring(configured)
+    return ring

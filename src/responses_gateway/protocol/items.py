@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 
 from ..errors import APIError, invalid
-from ..tools.kits import kit_for_item
 from .request import json_type
+from .tools import Toolbox
 
 ROLES = ("user", "system", "developer", "assistant")
 INPUT_PARTS = ("input_text", "input_image", "input_file")
@@ -56,12 +56,13 @@ def _need_str(item: dict[str, Any], key: str, where: str, *, allow_empty: bool =
     return value
 
 
-def normalize_input(value: str | list[Any] | None) -> list[dict[str, Any]]:
+def normalize_input(value: str | list[Any] | None, toolbox: Toolbox) -> list[dict[str, Any]]:
+    """`toolbox`: the gateway-run tools, whose kits normalize their own items (tools/kits.py)."""
     if value is None:
         return []
     if isinstance(value, str):
         return [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}]
-    return [normalize_item(item, f"input[{i}]") for i, item in enumerate(value)]
+    return [normalize_item(item, f"input[{i}]", toolbox) for i, item in enumerate(value)]
 
 
 def _type_of(value: dict[str, Any], where: str) -> Any:
@@ -74,7 +75,7 @@ def _type_of(value: dict[str, Any], where: str) -> Any:
     return kind
 
 
-def normalize_item(item: Any, where: str) -> dict[str, Any]:
+def normalize_item(item: Any, where: str, toolbox: Toolbox) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise APIError(400, f"Invalid type for '{where}': expected an object.", param=where, code="invalid_type")
     kind = _type_of(item, where)
@@ -121,7 +122,7 @@ def normalize_item(item: Any, where: str) -> dict[str, Any]:
         out = {"type": kind, "call_id": _need_str(item, "call_id", where), "tools": tools,
                "execution": item.get("execution") or "client"}
         return _keep_id(item, out)
-    kit = kit_for_item(kind) if isinstance(kind, str) else None
+    kit = toolbox.by_item.get(kind) if isinstance(kind, str) else None
     if kit is not None:  # an item of a gateway-run tool (MCP, file_search, ...): its kit knows its shape
         return kit.normalize(item, where)
     if kind in COMPACTION_ITEMS:

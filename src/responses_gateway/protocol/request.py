@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Literal, TypeVar
 
 import orjson
@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from ..errors import APIError, invalid, unsupported
-from ..tools.kits import all_kits
 from .bounds import InputLayout, input_items
 
 
@@ -122,20 +121,20 @@ INCLUDE_VALUES = (
 )
 
 
-def check_include(values: Sequence[str]) -> None:
-    """`include[]`: OpenAI's values, and those a gateway-run tool of this build honours (tools/kits.py)."""
+def check_include(values: Sequence[str], extra: Collection[str]) -> None:
+    """`include[]`: OpenAI's values, and `extra`, those the gateway-run tools of this build honour (the
+    toolbox's, tools/kits.py)."""
     if not values:
         return
-    known = include_values()
+    known = include_values(extra)
     for i, value in enumerate(values):
         if value not in known:
             raise invalid(f"Invalid value: '{value}'. Supported values are: " + ", ".join(f"'{v}'" for v in known)
                           + ".", f"include[{i}]")
 
 
-def include_values() -> tuple[str, ...]:
-    extra = [value for kit in all_kits() for value in kit.includes if value not in INCLUDE_VALUES]
-    return (*INCLUDE_VALUES, *extra)
+def include_values(extra: Collection[str]) -> tuple[str, ...]:
+    return (*INCLUDE_VALUES, *(value for value in extra if value not in INCLUDE_VALUES))
 
 
 def parse_request(raw: bytes | bytearray, layout: InputLayout | None = None) -> CreateResponse:
@@ -212,8 +211,8 @@ def _parse(model: type[M], raw: bytes | bytearray) -> M:
 
 
 def check_semantics(req: CreateResponse) -> None:
-    """What the schema alone cannot say: allowed `include` values, metadata limits, field combinations."""
-    check_include(req.include or ())
+    """What the schema alone cannot say: metadata limits, field combinations. (`include` is checked by
+    respond.prepare, against the values the deployment's tools add.)"""
     check_metadata(req.metadata)
     for i, entry in enumerate(req.context_management or ()):
         _check_context_management(entry, f"context_management[{i}]")

@@ -1,8 +1,10 @@
 """Tools and tool_choice: what the model is offered, what is echoed back, and what was dropped.
 
 Client-executed tools (function, custom, namespace groups of them, a client-run `tool_search`) are offered
-to the model. Tools the gateway runs itself (MCP servers, and the hosted tools this deployment has a kit for:
-tools/kits.py) are parsed by their kit and offered under names they reserve. Hosted tools the deployment cannot
+to the model. Tools the gateway runs itself (MCP servers, and the hosted tools this deployment has a kit for)
+are parsed by their kit and offered under names they reserve. This module knows kits only as the `ToolKind`
+the request boundary needs: the `Toolbox` it is given (made once at start-up by tools/kits.py) says which
+kits the deployment runs. Hosted tools the deployment cannot
 run are not offered — dropped with a log line once per type and the metric
 `responses_gateway_hosted_tools_dropped_total{type}`, or rejected with a 400 (`--hosted-tools reject`); the
 model never sees a tool that nobody would execute.
@@ -16,15 +18,12 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
-from .. import metrics
+from .. import generation, metrics
 from ..errors import APIError, invalid, unsupported
-from ..generation import ToolKind
-from ..tools.frame import Declared
-from ..tools.kits import DEFAULT, Toolbox, kit_for_type
 from .request import json_type
 
 log = logging.getLogger("responses_gateway.tools")
@@ -49,7 +48,7 @@ class Tool:
     """One callable the model is offered. `wire_name` is the name the upstream sees; `kind` the shape it is
     offered in; `runner` the gateway-run tool's kit that runs its calls (None: the client runs them)."""
 
-    kind: ToolKind
+    kind: generation.ToolKind
     name: str
     wire_name: str
     description: str | None = None
@@ -59,6 +58,71 @@ class Tool:
     namespace: str | None = None
     deferred: bool = False
     runner: str | None = None
+
+
+class ToolKind(Protocol):
+    """What the request boundary needs of a gateway-run tool's kit (tools/frame.Kit is one): which
+    declarations and items are its, how to parse, echo and normalize them, and the include[] values it honours."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def types(self) -> tuple[str, ...]: ...
+
+    @property
+    def item_types(self) -> tuple[str, ...]: ...
+
+    @property
+    def includes(self) -> tuple[str, ...]: ...
+
+    @property
+    def parse(self) -> Callable[[dict[str, Any], str], Declared]: ...
+
+    @property
+    def echo(self) -> Callable[[Declared], dict[str, Any]]: ...
+
+    @property
+    def normalize(self) -> Callable[[dict[str, Any], str], dict[str, Any]]: ...
+
+    @property
+    def check(self) -> Callable[[Sequence[Declared]], None] | None: ...
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One tool of a request's `tools` that the gateway runs, parsed by its kit.
+
+    `config` is the kit's own typed view of the declaration (e.g. the MCP server, the vector store ids);
+    `functions` what the model is offered for it from the start (an MCP server's come later, once listed).
+    """
+
+    kit: ToolKind
+    where: str  # its place in the request, e.g. "tools[2]", for errors
+    config: Any
+    functions: tuple[Tool, ...] = ()
+
+
+@dataclass(frozen=True)
+class Toolbox:
+    """The gateway-run tools as requests meet them, made once at start-up (tools/kits.py):
+
+    - `available`: the kits this deployment runs, by declaration type;
+    - `missing`: for the other types a kit serves, how to enable it (a declaration is dropped or refused as
+      `--hosted-tools` says); `refused`: types the deployment asked for but cannot run here (a 400 saying why);
+    - `by_item`: every kit of the build by the item types it makes (items replayed by clients are normalized by
+      their kit even where the tool does not run);
+    - `includes`: the include[] values beyond OpenAI's that the kits honour.
+    """
+
+    available: Mapping[str, ToolKind] = field(default_factory=dict)
+    missing: Mapping[str, str] = field(default_factory=dict)
+    refused: Mapping[str, str] = field(default_factory=dict)
+    by_item: Mapping[str, ToolKind] = field(default_factory=dict)
+    includes: Collection[str] = ()
+
+
+EMPTY = Toolbox()  # no gateway-run tool at all (a request parsed outside a running gateway, in tests)
 
 
 @dataclass
@@ -111,7 +175,7 @@ def found_tools(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def normalize_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, *, hosted_policy: str = "drop",
-                    found: Sequence[dict[str, Any]] = (), toolbox: Toolbox = DEFAULT) -> ToolSet:
+                    found: Sequence[dict[str, Any]] = (), toolbox: Toolbox = EMPTY) -> ToolSet:
     """`found`: the tools carried by `tool_search_output` items of the input (a client's search results);
     `toolbox`: the gateway-run tools this deployment can run."""
     out = ToolSet()
@@ -183,6 +247,9 @@ def _add_spec(out: ToolSet, spec: dict[str, Any], where: str, hosted_policy: str
         out.add(Tool("tool_search", "tool_search", "tool_search", spec.get("description"), params), where)
         if echo:
             out.echo.append(spec)
+    elif isinstance(kind, str) and kind in toolbox.refused:
+        raise APIError(400, f"The hosted tool '{kind}' cannot run on this gateway: {toolbox.refused[kind]}",
+                       param=f"{where}.type", code="unsupported_parameter")
     elif isinstance(kind, str) and kind in toolbox.available:
         declared = toolbox.available[kind].parse(spec, where)
         out.gateway.append(declared)
@@ -190,7 +257,7 @@ def _add_spec(out: ToolSet, spec: dict[str, Any], where: str, hosted_policy: str
             out.add(tool, where)
         if echo:
             out.echo.append(declared.kit.echo(declared))
-    elif kind in HOSTED or (isinstance(kind, str) and kit_for_type(kind) is not None):
+    elif isinstance(kind, str) and (kind in HOSTED or kind in toolbox.missing):
         why = toolbox.missing.get(kind, NO_KIT)
         if hosted_policy == "reject":
             raise unsupported(f"{where}.type", f"The hosted tool '{kind}' ({why})")

@@ -55,11 +55,16 @@ class Engine(Protocol):
 
 
 class Queries:
-    """A role's SQL, run on the store's one engine. The store (sqlstore.py) is every role's `Queries` over the
-    same engine and retention."""
+    """A role's SQL, run on the store's one engine. The store (sqlstore.py) is every core role's `Queries` over
+    the same engine and retention; a gateway-run tool's own role (its tables: vector stores, containers) lives
+    in the tool's package and is bound to the same engine by `Store.role`."""
 
     engine: Engine
     retention: int  # seconds a response is kept (whole seconds, at least 2)
+
+    def __init__(self, engine: Engine, retention: int):
+        self.engine = engine
+        self.retention = retention
 
 
 def merged(writes: list[Statements]) -> Statements:

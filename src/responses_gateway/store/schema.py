@@ -91,7 +91,7 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (file_id, part)
         )""",
     ],
-    [  # 6: vector stores (store/vector_stores.py): the stores, their files (each file's row is also its
+    [  # 6: vector stores (tools/file_search/store.py): the stores, their files (each file's row is also its
         # ingestion job: status, the worker holding it and its lease), file batches, and the chunks with their
         # embeddings (float32 bytes). The keyword index is the engine's own (FTS5 or a GIN index), made by
         # vector_stores.SEARCH_INDEX after these migrations.
@@ -147,7 +147,7 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (vector_store_id, file_id, position)
         )""",
     ],
-    [  # 7: code interpreter containers and their files (store/containers.py); BYTEA is a BLOB to SQLite
+    [  # 7: code interpreter containers and their files (tools/code_interpreter/store.py); BYTEA is a BLOB to SQLite
         """CREATE TABLE containers (
             id TEXT PRIMARY KEY,
             owner TEXT NOT NULL,

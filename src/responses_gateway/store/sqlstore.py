@@ -1,19 +1,21 @@
 """The store: every role's queries over one engine, and `open_store`, which picks the engine from a URL.
 
-Each role is a module of its own (responses, conversations, jobs, secrets, retention) with the protocol its
-callers type against and the SQL that implements it; `Store` is all of them. A new role is a module like
-those, its migrations in schema.py, and its two names in the lists below (`Store`'s bases and `SQLStore`'s).
+Each role is a module of its own (responses, conversations, jobs, secrets, retention, files) with the protocol
+its callers type against and the SQL that implements it; `Store` is all of them. A new core role is a module
+like those, its migrations in schema.py, and its two names in the lists below (`Store`'s bases and
+`SQLStore`'s). A gateway-run tool's role (vector stores, containers) is a `Queries` in the tool's package,
+bound to the store's engine with `Store.role`; its tables are migrations in schema.py too (one history of the
+schema, whatever made each table).
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 from urllib.parse import urlparse
 
-from .base import DB_TIMEOUT, Engine
-from .containers import ContainerQueries, Containers
+from .base import DB_TIMEOUT, Engine, Queries
 from .conversations import ConversationQueries, Conversations
 from .files import FileQueries, Files, blobs_for
 from .jobs import EventLogQueries, EventLogs, JobQueries, Jobs
@@ -23,7 +25,8 @@ from .retention import Retention, RetentionQueries
 from .schema import MIGRATIONS
 from .secrets import SecretQueries, Secrets
 from .sqlite import SQLite, default_sqlite_path
-from .vector_stores import VectorStoreQueries, VectorStores
+
+R = TypeVar("R", bound=Queries)
 
 
 class Lifecycle(Protocol):
@@ -46,13 +49,18 @@ class Lifecycle(Protocol):
         ...
 
 
-class Store(Lifecycle, Responses, Conversations, Jobs, EventLogs, Secrets, Retention, Files, VectorStores,
-            Containers, Protocol):
+class Roles(Protocol):
+    def role(self, kind: type[R]) -> R:
+        """A gateway-run tool's own role (its queries, in its package) over this store's engine."""
+        ...
+
+
+class Store(Lifecycle, Responses, Conversations, Jobs, EventLogs, Secrets, Retention, Files, Roles, Protocol):
     """The whole store, for what holds it (the app) or uses most of it (background.py)."""
 
 
 class SQLStore(ResponseQueries, ConversationQueries, JobQueries, EventLogQueries, SecretQueries, RetentionQueries,
-               FileQueries, VectorStoreQueries, ContainerQueries):
+               FileQueries):
     def __init__(self, engine: Engine, retention_days: float):
         self.engine = engine
         self.blobs = blobs_for(engine)  # uploaded files' bytes (store/files.py)
@@ -65,9 +73,10 @@ class SQLStore(ResponseQueries, ConversationQueries, JobQueries, EventLogQueries
 
     async def upgrade(self) -> int:
         """Apply pending migrations (safe when several processes start at once); returns the version."""
-        version = await self.engine.migrate(MIGRATIONS)
-        await self.ensure_search_index()  # the engine's own keyword index of vector store chunks
-        return version
+        return await self.engine.migrate(MIGRATIONS)
+
+    def role(self, kind: type[R]) -> R:
+        return kind(self.engine, self.retention)
 
     async def ping(self) -> None:
         await self.engine.fetchone("SELECT 1", ())

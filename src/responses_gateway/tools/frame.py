@@ -1,15 +1,26 @@
-"""The frame every gateway-run tool is built on: what a tool declares, and what it does in one response.
+"""The frame every gateway-run tool is built on: its whole life, from start-up to one response's calls.
 
-A gateway-run tool (MCP, file_search, web_search, code_interpreter, ...) is a `Kit` registered in
-`tools/kits.py`: pure functions for the request boundary (parse the declaration, echo it, normalize its
-items when a client sends them back, show them to a client according to `include[]`, render them to the model
-on later turns), and `start`, which makes a `Runner` for one response.
+A gateway-run tool (MCP, file_search, web_search, code_interpreter, ...) is one package under `tools/` whose
+`Kit` is registered in `tools/kits.py`. The kit says:
 
-A Runner never builds Responses events itself: it says what its item looks like and which events of its own
-it wants (a `Spec`: the event's type and its own fields), and the composer adds ids, `output_index`,
-`sequence_number` and the pairing. The tool loop (`tools/loop.py`) asks it to run the calls the model made,
-between upstream steps, with a deadline; what the model sees of a call on the next step is what `Kit.lower`
-makes of the finished item, so a replayed history renders exactly as the live one did.
+- what the tool is at the request boundary: pure functions to parse its declaration, echo it, normalize its
+  items when a client sends them back, show them according to `include[]`, and render them to the model on
+  later turns (`lower`);
+- its settings group (`settings`: a dataclass of `settings.setting` fields, declared once in its package);
+- its service (`serve`): what one process keeps for it (clients, caches, background tasks), made at start-up
+  from its settings and the store, or `Unavailable` with how to enable it; closed at shutdown;
+- its HTTP API (`routes`), mounted by the app;
+- `start`, which makes a `Runner` for one response, given its service in a typed `Context`.
+
+A Runner never builds Responses events: it says what its item looks like and which events of its own it wants
+(a `Spec`: the event's type and its own fields), and the composer — through the small `Calls` interface a
+runner is given — adds ids, `output_index`, `sequence_number` and the pairing. The tool loop
+(`tools/loop.py`) asks it to run the calls the model made, between upstream steps, with a deadline; what the
+model sees of a call on the next step is what `Kit.lower` makes of the finished item, so a replayed history
+renders exactly as the live one did.
+
+This module sits low (docs/architecture.md, "Layers"): it imports foundation, `protocol/` and `store/` only,
+so a tool's package can build on it without reaching the composer, the services or the app.
 
 Cost: a response without gateway-run tools never touches any of this. A tool's `delta` runs per argument
 delta of its own calls only; an `Annotator` sees the output text of responses that declared its tool.
@@ -17,17 +28,24 @@ delta of its own calls only; an `Annotator` sees the output text of responses th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
-if TYPE_CHECKING:
-    from ..composer import Composer, OpenItem
+from ..protocol.tools import Declared, Tool, ToolSet
+
+if TYPE_CHECKING:  # types only: importing a kit stays cheap
+    from starlette.routing import BaseRoute
+
+    from ..config import Settings
     from ..generation import ToolCallStart
     from ..observe import Observation
     from ..protocol.request import CreateResponse
-    from ..protocol.tools import Tool, ToolSet
-    from ..services import Services
+    from ..route import Route
+    from ..store import Store
+
+__all__ = ["Annotator", "Calls", "Context", "Declared", "Event", "Events", "Item", "Kit", "OpenItem", "Runner",
+           "Service", "Spec", "Start", "Tool", "ToolServices", "Unavailable"]
 
 Event = dict[str, Any]
 Events = list[Event]
@@ -36,31 +54,63 @@ Spec = tuple[str, dict[str, Any]]
 
 Item = dict[str, Any]
 
-
-@dataclass(frozen=True)
-class Declared:
-    """One tool of a request's `tools` that the gateway runs, parsed by its kit.
-
-    `config` is the kit's own typed view of the declaration (e.g. the MCP server, the vector store ids);
-    `functions` what the model is offered for it from the start (an MCP server's come later, once listed).
-    """
-
-    kit: Kit
-    where: str  # its place in the request, e.g. "tools[2]", for errors
-    config: Any
-    functions: tuple[Tool, ...] = ()
+S = TypeVar("S")  # a kit's settings group
+T = TypeVar("T")  # a kit's service
 
 
-@dataclass(frozen=True)
-class Context:
-    """What a runner may use, for one response. `services` is the app's (store, settings, ...)."""
+class OpenItem:
+    """An output item while it is open: its dict (as in the final output) and the buffer of its current part.
 
-    services: Services
-    owner: str
-    request: CreateResponse
-    history: list[Item]  # the items before this response, raw (gateway items as stored)
-    include: frozenset[str] = frozenset()
-    seen: Observation | None = None
+    The composer keeps every open item so; gateway-run tools see the items of their calls as this: `item` (the
+    dict to fill in), `id`, `index`, `arguments` (the model's arguments so far), `scratch` (a slot of the
+    tool's own, e.g. a decoder) and `done` (its `output_item.done` went out)."""
+
+    __slots__ = ("kind", "item", "index", "id", "part", "buf", "logprobs", "signature", "runner", "scratch",
+                 "annotations", "sent", "done")
+
+    def __init__(self, kind: str, item: dict[str, Any], index: int, runner: Runner | None = None):
+        self.kind = kind
+        self.item = item
+        self.index = index
+        self.id = item["id"]
+        self.part: str | None = None  # type of the open content part
+        self.buf: list[str] = []
+        self.logprobs: list[Any] | None = None
+        self.signature: str | None = None
+        self.runner = runner  # the gateway-run tool that makes this item, if any
+        self.scratch: Any = None
+        self.annotations: list[dict[str, Any]] = []  # of the open output_text part (with annotators)
+        self.sent = 0  # characters of the open output_text part sent (with annotators)
+        self.done = False  # its output_item.done went out (gateway-run items)
+
+    @property
+    def arguments(self) -> str:
+        return "".join(self.buf)
+
+
+class Calls(Protocol):
+    """All a runner gets of the composer (composer.py implements it, in tools/calls.py): events about its
+    own items, numbered and ordered by the composer."""
+
+    def call_events(self, call: OpenItem, specs: Sequence[Spec]) -> Events:
+        """Events about an open item (`response.web_search_call.searching`, ...)."""
+        ...
+
+    def end_call(self, call: OpenItem, status: str | None, specs: Sequence[Spec] = ()) -> Events:
+        """The item is finished: its `status` (None: the item type has none), its own events, then
+        `response.output_item.done`."""
+        ...
+
+    def fail_call(self, call: OpenItem, message: str) -> Events:
+        """The call did not run or did not finish: closed as its tool says a failure looks (`Runner.failed`)."""
+        ...
+
+    def add_item(self, name: str, item: Item, specs: Sequence[Spec] = (), *,
+                 run: bool = False) -> tuple[OpenItem, Events]:
+        """An item the tool adds without the model asking (an MCP tool listing, a call the client approved):
+        `output_item.added`, then `specs`; it stays open until `end_call`. With `run`, the tool loop runs it
+        like a call the model made."""
+        ...
 
 
 class Annotator(Protocol):
@@ -82,7 +132,7 @@ class Runner(Protocol):
 
     timeout: float  # seconds one call may run before the loop fails it
 
-    def prelude(self, composer: Composer, tools: ToolSet) -> AsyncIterator[Events]:
+    def prelude(self, calls: Calls, tools: ToolSet) -> AsyncIterator[Events]:
         """Before the first upstream step: e.g. list an MCP server's tools (and `tools.offer` them)."""
         ...
 
@@ -103,9 +153,9 @@ class Runner(Protocol):
         `run` ends it; False: the composer closes it now, as it stands — e.g. an approval request)."""
         ...
 
-    def run(self, call: OpenItem, composer: Composer) -> AsyncIterator[Events]:
-        """Execute the call: progress events, then `composer.end_call(...)`. Cancelled if the response
-        ends (client gone, drain, deadline); the loop fails a call that `run` left open."""
+    def run(self, call: OpenItem, calls: Calls) -> AsyncIterator[Events]:
+        """Execute the call: progress events, then `calls.end_call(...)`. Cancelled if the response ends
+        (client gone, drain, deadline); the loop fails a call that `run` left open."""
         ...
 
     def failed(self, call: OpenItem, message: str) -> tuple[str | None, list[Spec]]:
@@ -122,13 +172,87 @@ class Runner(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class Kit:
-    """A tool type the gateway runs: its declarations, its items, and how to start it.
+# -- a tool's life in one process -----------------------------------------------------------------------
 
-    Everything but `start` is pure and cheap (it runs at the request boundary and on stored history);
-    `start` may import what the tool needs (the MCP SDK, a sandbox).
-    """
+class Service(Protocol):
+    """What a kit's `serve` makes: closed once, at shutdown (in the reverse order of the kits)."""
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A tool this process cannot run. `why` says how to enable it: the start-up block prints it, and a
+    request declaring the tool meets it through `--hosted-tools` (dropped, with a log line once, or a 400).
+    `refuse`: the deployment asked for the tool but it cannot run here (a sandbox this machine lacks): a
+    request declaring it is refused with a 400 saying why, never silently dropped."""
+
+    why: str
+    refuse: bool = False
+
+
+@dataclass(frozen=True)
+class Start(Generic[S]):
+    """What a tool's service is made from: the deployment's core settings (upstream, `public_url`,
+    `lease_timeout`, ...), its own settings group, and the store (None with `--db none`)."""
+
+    settings: Settings
+    group: S
+    store: Store | None
+
+
+@dataclass(frozen=True)
+class Context(Generic[T]):
+    """What a runner may use, for one response: its kit's service (typed; a runner only starts where the
+    service runs), the caller's owner id, the request, the items before this response (raw, gateway items
+    as stored), the request's `include[]`, its observation (timings, trace) and its route."""
+
+    service: T
+    owner: str
+    request: CreateResponse
+    history: list[Item]
+    include: frozenset[str] = frozenset()
+    seen: Observation | None = None
+    route: Route | None = None
+
+
+class ToolServices:
+    """The tools of one process at run time: each kit's running service, or why it does not run.
+
+    `services.tools` (services.py) is one of these; runners are handed their own service, route handlers
+    ask for it by kit (`api/request.running`). Kits without a `serve` run with no service (None)."""
+
+    def __init__(self, running: Mapping[str, Any] | None = None,
+                 unavailable: Mapping[str, Unavailable] | None = None):
+        self.running: dict[str, Any] = dict(running or {})
+        self.unavailable: dict[str, Unavailable] = dict(unavailable or {})
+
+    def service(self, kit: Kit[Any, T]) -> T | None:
+        """The kit's service in this process, or None (it does not run here, or it needs none)."""
+        return cast("T | None", self.running.get(kit.name))
+
+    def named(self, name: str, kind: type[T]) -> T | None:
+        """The service of the kit named `name`, if it runs here and is a `kind` (a tool's own HTTP handlers
+        ask so: they know their tool's name and service, not its kit)."""
+        found = self.running.get(name)
+        return found if isinstance(found, kind) else None
+
+    def why(self, name: str) -> Unavailable | None:
+        """Why the kit named `name` does not run in this process, or None when it does."""
+        return self.unavailable.get(name)
+
+
+def _shown(item: Item, include: frozenset[str]) -> Item:
+    return item
+
+
+@dataclass(frozen=True, eq=False)
+class Kit(Generic[S, T]):
+    """A tool type the gateway runs: its declarations, its items, its settings, its service, its HTTP API,
+    and how to start it in one response.
+
+    Everything but `serve` and `start` is pure and cheap (it runs at the request boundary and on stored
+    history). Kits compare by identity (one per tool)."""
 
     name: str  # e.g. "file_search"; metrics and logs use it
     types: tuple[str, ...]  # declaration `type`s it serves (aliases included, e.g. web_search_preview)
@@ -137,15 +261,22 @@ class Kit:
     echo: Callable[[Declared], dict[str, Any]]  # as the response's `tools` shows it (never secrets)
     normalize: Callable[[dict[str, Any], str], Item]  # an item of its types sent back as input
     lower: Callable[[Item], tuple[Item, Item] | None]  # an item as upstreams see it: a call and its output
-    start: Callable[[Sequence[Declared], Context], Runner]
-    shown: Callable[[Item, frozenset[str]], Item] = lambda item, include: item  # the client's copy
+    start: Callable[[Sequence[Declared], Context[T]], Runner]
+    shown: Callable[[Item, frozenset[str]], Item] = _shown  # the client's copy of an item, given include[]
     includes: tuple[str, ...] = ()  # the include[] values it honours
-    # None when the deployment can run it; else how to enable it (logged when a request's tool is dropped)
-    unavailable: Callable[[Services], str | None] = lambda services: None
+    # Its settings group (a dataclass of `settings.setting` fields), its service made from them at start-up,
+    # and its HTTP API. A kit without `serve` needs no service (its runner's context has None).
+    settings: type[S] | None = None
+    serve: Callable[[Start[S]], Awaitable[T | Unavailable]] | None = None
+    routes: Sequence[BaseRoute] = ()
     # Optional: a check across all of a request's declarations of this kit (e.g. unique MCP server labels),
     # raising APIError; and a pass over a whole history before `lower` (e.g. MCP's declined approvals).
     check: Callable[[Sequence[Declared]], None] | None = None
     rewrite: Callable[[list[Item]], list[Item]] | None = None
-    # Optional: an async check against the deployment before the response starts (services, owner), raising
-    # APIError — e.g. file_search's vector stores must be the caller's (a 404 rather than a failed call).
-    preflight: Callable[[Sequence[Declared], Services, str], Awaitable[None]] | None = None
+    # Optional: an async check against its service before the response starts (the declarations, the
+    # service, the caller's owner id), raising APIError — e.g. file_search's vector stores must be the
+    # caller's (a 404 rather than a failed call).
+    preflight: Callable[[Sequence[Declared], T, str], Awaitable[None]] | None = None
+    # Optional: its own expired rows removed from the store by `responses-gateway db purge`, said in words
+    # ("3 expired vector stores"); while serving, its service sweeps them itself.
+    purge: Callable[[Store], Awaitable[str]] | None = None

@@ -21,10 +21,10 @@ from dataclasses import replace
 from typing import Any
 
 from .. import metrics
-from ..composer import Composer, OpenItem
+from ..composer import Composer
 from ..pipeline import Events, Stop
 from ..upstreams.base import Call
-from .frame import Runner
+from .frame import OpenItem, Runner
 from .history import CLIENT_CALLS
 
 log = logging.getLogger("responses_gateway.tools")

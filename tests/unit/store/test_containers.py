@@ -1,14 +1,17 @@
-"""store/containers.py: containers and their files, pages, owners, generations, expiry — on both engines."""
+"""tools/code_interpreter/store.py (the containers' role, bound to the store's engine): containers and their files, pages, owners, generations, expiry — on both engines."""
 
 from __future__ import annotations
 
 import pytest
+
+from responses_gateway.tools.code_interpreter.store import ContainerQueries
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
 async def store(store):
+    store = store.role(ContainerQueries)
     await store.engine.write([("DELETE FROM container_files", [()]), ("DELETE FROM containers", [()])])
     return store
 

@@ -1,4 +1,4 @@
-"""store/vector_stores.py and store/files.py on both engines: ingestion leases (one worker per file, only the
+"""tools/file_search/store.py (the vector stores' role, bound to the store's engine) and store/files.py on both engines: ingestion leases (one worker per file, only the
 holder writes, a lapsed lease is taken over), keyword search (stop words, common words, filters by file)."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from responses_gateway.store.vector_stores import COMMON, ChunkRow, query_terms
+from responses_gateway.tools.file_search.service import FileSearchStore
+from responses_gateway.tools.file_search.store import COMMON, ChunkRow, query_terms
 
 pytestmark = pytest.mark.anyio
 
@@ -16,6 +17,9 @@ CHUNKING = {"type": "static", "static": {"max_chunk_size_tokens": 800, "chunk_ov
 
 @pytest.fixture
 async def store(store):
+    """file_search's roles (files and vector stores) over the test store's engine, emptied."""
+    store = store.role(FileSearchStore)
+    await store.ensure_search_index()
     tables = ["rg_chunks", "rg_vector_store_files", "rg_file_batches", "rg_vector_stores", "rg_files",
               "rg_file_parts"]
     if store.engine.label.startswith("sqlite"):

@@ -5,22 +5,20 @@ deadlines, parallel calls and caps — all through the real pipeline, the upstre
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
 
 import orjson
 import pytest
 
 from responses_gateway import generation as g
 from responses_gateway.composer import Composer
-from responses_gateway.config import Settings
 from responses_gateway.errors import APIError
 from responses_gateway.pipeline import run
 from responses_gateway.protocol.request import parse_request
 from responses_gateway.protocol.response import skeleton
-from responses_gateway.protocol.tools import normalize_tools
+from responses_gateway.protocol.tools import Toolbox, normalize_tools
 from responses_gateway.respond import start_runners
 from responses_gateway.tools import kits
-from responses_gateway.tools.frame import Context
+from responses_gateway.tools.frame import ToolServices
 from responses_gateway.tools.history import lower_tools, shown_item
 from responses_gateway.tools.loop import ToolLoop
 from responses_gateway.upstreams.base import Call
@@ -28,7 +26,7 @@ from responses_gateway.upstreams.base import Call
 from ..streams import FakeStream, Sink
 from . import toy
 
-TOOLBOX = kits.Toolbox({"toy": toy.KIT, "mcp": kits.MCP})
+TOOLBOX = Toolbox({"toy": toy.KIT, "mcp": kits.MCP}, by_item={"toy_call": toy.KIT}, includes=("toy_call.secret",))
 
 
 def call_step(*calls: tuple[str, str]) -> FakeStream:
@@ -72,9 +70,8 @@ def _respond(steps, tools, include, max_rounds, **fields):
     composer.show(lambda item: shown_item(item, wanted))
     call = Call(req, [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
                 toolset)
-    context = Context(SimpleNamespace(settings=Settings()), "", req, [], wanted)
-    loop = ToolLoop(call, call.items, start_runners(toolset.gateway, context), render=lower_tools,
-                    max_rounds=max_rounds)
+    runners = start_runners(toolset.gateway, ToolServices(), "", req, [], wanted, None, None)
+    loop = ToolLoop(call, call.items, runners, render=lower_tools, max_rounds=max_rounds)
     upstream = Upstream(steps)
     sink = Sink()
 
@@ -204,7 +201,7 @@ def test_tool_choice_naming_the_tool_type_forces_it_and_allowed_tools_narrows_to
 def test_a_tool_the_deployment_cannot_run_is_dropped_counted_and_named_or_rejected(caplog):
     from prometheus_client import REGISTRY
 
-    toolbox = kits.Toolbox({}, {"toy": "no toy box is configured: start with --toy"})
+    toolbox = Toolbox({}, {"toy": "no toy box is configured: start with --toy"})
     before = REGISTRY.get_sample_value("responses_gateway_hosted_tools_dropped_total", {"type": "toy"}) or 0
     with registered():
         dropped = normalize_tools([{"type": "toy"}], None, toolbox=toolbox)

@@ -15,7 +15,7 @@ from responses_gateway import generation as g
 from responses_gateway.errors import UpstreamError
 from responses_gateway.protocol.items import normalize_input
 from responses_gateway.protocol.request import CreateResponse
-from responses_gateway.protocol.tools import normalize_tools
+from responses_gateway.protocol.tools import EMPTY, normalize_tools
 from responses_gateway.route import Route
 from responses_gateway.upstreams.base import Call
 from responses_gateway.upstreams.registry import build_upstream
@@ -49,7 +49,7 @@ async def generate(route: Route) -> str:
 
 async def text_of(adapter: Any) -> str:
     req = CreateResponse(model="m", input="x", stream=True)
-    stream = await adapter.open(Call(req, normalize_input(req.input), normalize_tools(None, None)))
+    stream = await adapter.open(Call(req, normalize_input(req.input, EMPTY), normalize_tools(None, None)))
     text = ""
     try:
         async for batch in stream:

@@ -1,6 +1,7 @@
 """The code_interpreter kit: `{"type": "code_interpreter", "container": ...}`, `code_interpreter_call` items.
 
-Pure and cheap: the sandbox, the containers and the runner are imported only when a response runs the tool.
+Its parsing and rendering are pure and cheap; `serve` makes the process's containers at start-up (the
+sandbox tried once, service.py), and the Containers API is its HTTP API (containers_api.py).
 
 The model is offered one freeform (`custom`) tool whose input is the code itself, so the adapters decode
 it incrementally as it streams (upstreams/custom_input.py for servers that only know JSON functions) and
@@ -14,18 +15,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import APIError, invalid
+from ...protocol.tools import Tool
 from ..frame import Context, Declared, Item, Kit, Runner
+from . import NAME
+from .containers_api import ROUTES
+from .declaration import OUTPUTS, Container
+from .runner import CodeRunner
+from .service import CodeInterpreter, serve
+from .settings import CodeInterpreterSettings
 
-if TYPE_CHECKING:
-    from ...protocol.tools import Tool
-    from ...services import Services
-
-NAME = "code_interpreter"
-OUTPUTS = "code_interpreter_call.outputs"
 MEMORY_VALUES = ("1g", "4g", "16g", "64g")
 
 DESCRIPTION = (
@@ -42,18 +43,7 @@ DESCRIPTION = (
 @functools.cache
 def function() -> Tool:
     """What the model is offered (protocol.tools imports the registry of kits, so this is made on first use)."""
-    from ...protocol.tools import Tool
-
     return Tool("custom", NAME, NAME, DESCRIPTION, format={"type": "text"}, runner=NAME)
-
-
-@dataclass(frozen=True)
-class Container:
-    """The declaration's `container`: an id to run in, or `auto` (with files to copy in, a memory limit)."""
-
-    id: str | None = None
-    file_ids: tuple[str, ...] = ()
-    memory_limit: str | None = None
 
 
 def parse(spec: dict[str, Any], where: str) -> Declared:
@@ -157,19 +147,9 @@ def shown(item: Item, include: frozenset[str]) -> Item:
     return {**item, "outputs": None}
 
 
-def unavailable(services: Services) -> str | None:
-    service = getattr(services, "code_interpreter", None)
-    if service is None:
-        return "the code interpreter is off (--code-interpreter), or this gateway keeps no state (--db none)"
-    return None
-
-
-async def preflight(declared: Sequence[Declared], services: Services, owner: str) -> None:
+async def preflight(declared: Sequence[Declared], service: CodeInterpreter, owner: str) -> None:
     """Before the response starts: the declared container is the caller's and running, the memory limit is
     one this gateway allows, the file ids are the caller's files (a 404 or 400, not a failed call)."""
-    service = getattr(services, "code_interpreter", None)
-    if service is None:
-        return
     for one in declared:
         config: Container = one.config
         param = f"{one.where}.container"
@@ -184,13 +164,11 @@ async def preflight(declared: Sequence[Declared], services: Services, owner: str
             await service.check_files(owner, config.file_ids, f"{param}.file_ids")
 
 
-def start(declared: Sequence[Declared], context: Context) -> Runner:
-    from .runner import CodeRunner  # the sandbox and the containers: only for responses that declare the tool
-
+def start(declared: Sequence[Declared], context: Context[CodeInterpreter]) -> Runner:
     return CodeRunner(declared[0].config, context)
 
 
-KIT = Kit(
+KIT: Kit[CodeInterpreterSettings, CodeInterpreter] = Kit(
     name=NAME,
     types=(NAME,),
     item_types=("code_interpreter_call",),
@@ -201,7 +179,9 @@ KIT = Kit(
     start=start,
     shown=shown,
     includes=(OUTPUTS,),
-    unavailable=unavailable,
     check=check,
     preflight=preflight,
+    settings=CodeInterpreterSettings,
+    serve=serve,  # the sandbox, tried once at start-up (service.py)
+    routes=ROUTES,
 )

@@ -1,6 +1,6 @@
 """The containers of this process: a live interpreter worker each, their files, their expiry and caps.
 
-What a container is lives in the shared store (store/containers.py): its row and its files. What lives here
+What a container is lives in the shared store (this package's store.py): its row and its files. What lives here
 is the process part — the worker (and so the variables) and the container's /mnt/data on this host. A call:
 
 1. takes the container's lock (calls of one container run one after another);
@@ -36,10 +36,10 @@ from typing import Any
 
 from ...errors import APIError
 from ...ids import new_id
-from ...store.containers import Containers
 from . import files
 from .channel import Interpreter, Result
 from .sandbox import MEMORY_LIMITS, Limits, Sandbox, SandboxError, Spec
+from .store import Containers
 
 log = logging.getLogger("responses_gateway.code_interpreter")
 

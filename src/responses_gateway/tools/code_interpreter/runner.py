@@ -17,32 +17,26 @@ traceback); a call stopped by a limit (time, output, disk, CPU) is `incomplete`;
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import APIError
 from ...generation import ToolCallStart
 from ...ids import new_id
 from ...protocol.tools import ToolSet
-from ..frame import Annotator, Context, Events, Item, Spec
+from ..frame import Annotator, Calls, Context, Events, Item, OpenItem, Spec
 from .annotate import Citations
 from .channel import GRACE
-from .kit import OUTPUTS, Container
+from .declaration import OUTPUTS, Container
 from .registry import Outcome, Registry
 from .service import CodeInterpreter
 
-if TYPE_CHECKING:
-    from ...composer import Composer, OpenItem
-
 
 class CodeRunner:
-    def __init__(self, declared: Container, context: Context):
+    def __init__(self, declared: Container, context: Context[CodeInterpreter]):
         self.declared = declared
         self.context = context
         self.owner = context.owner
-        service = context.services.code_interpreter
-        if service is None:  # the toolbox offers the kit only where unavailable() found the service
-            raise RuntimeError("code_interpreter started without its containers")
-        self.service: CodeInterpreter = service
+        self.service: CodeInterpreter = context.service
         self.registry: Registry = self.service.registry
         limits = self.registry.options.limits
         self.timeout = limits.timeout + GRACE + limits.start_timeout + 30  # the loop's deadline for one call
@@ -54,7 +48,7 @@ class CodeRunner:
 
     # -- before the first step -----------------------------------------------------------------------------
 
-    async def prelude(self, composer: Composer, tools: ToolSet) -> AsyncIterator[Events]:
+    async def prelude(self, calls: Calls, tools: ToolSet) -> AsyncIterator[Events]:
         declared = self.declared
         try:
             if declared.id is not None:
@@ -94,26 +88,26 @@ class CodeRunner:
         call.item["code"] = code
         return [("response.code_interpreter_call_code.done", {"code": code})], True
 
-    async def run(self, call: OpenItem, composer: Composer) -> AsyncIterator[Events]:
-        yield composer.call_events(call, [("response.code_interpreter_call.interpreting", {})])
+    async def run(self, call: OpenItem, calls: Calls) -> AsyncIterator[Events]:
+        yield calls.call_events(call, [("response.code_interpreter_call.interpreting", {})])
         if self.problem is not None:
-            yield composer.fail_call(call, self.problem)
+            yield calls.fail_call(call, self.problem)
             return
         try:
             if not self.created:
                 await self._create()
             outcome = await self.registry.run(self.owner, self.container_id, call.item["code"] or "")
         except APIError as exc:
-            yield composer.fail_call(call, exc.message)
+            yield calls.fail_call(call, exc.message)
             return
         for stored in outcome.files:
             self.files[stored["path"]] = stored["id"]
         call.item["outputs"] = self._outputs(outcome)
         result = outcome.result
         if result.kind in ("ok", "error"):
-            yield composer.end_call(call, "completed", [("response.code_interpreter_call.completed", {})])
+            yield calls.end_call(call, "completed", [("response.code_interpreter_call.completed", {})])
         else:  # stopped by a limit: incomplete, the state kept; the interpreter died: failed
-            yield composer.end_call(call, "failed" if result.restarted else "incomplete")
+            yield calls.end_call(call, "failed" if result.restarted else "incomplete")
 
     def failed(self, call: OpenItem, message: str) -> tuple[str | None, list[Spec]]:
         call.item["outputs"] = [{"type": "logs", "logs": message}]

@@ -1,5 +1,5 @@
-"""The code interpreter of one gateway process: made at startup (app.py's lifespan), reached by runners and
-the Containers API through the app's services (`services.code_interpreter`).
+"""The code interpreter of one gateway process: made at start-up by the kit's `serve`, given to runners and
+the Containers API (containers_api.py) as the tool's service.
 
 At startup the sandbox is tried for real (a worker started and one cell run, once per process): where it
 cannot run — bubblewrap missing, user namespaces not allowed — the gateway says so in its log, and a request
@@ -16,17 +16,16 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ...config import Settings
 from ...errors import APIError
-from ...store.containers import Containers
-from ..kits import Toolbox
-from .kit import KIT, NAME
+from ...store import Files
+from ..frame import Start, Unavailable
 from .registry import Options, Registry
 from .sandbox import Limits, Sandbox
+from .settings import CodeInterpreterSettings
+from .store import ContainerQueries
 
 log = logging.getLogger("responses_gateway.code_interpreter")
 
@@ -36,7 +35,7 @@ _probed: dict[tuple[Any, ...], str | None] = {}  # one real probe per process an
 class CodeInterpreter:
     """What runners and the Containers API use: the containers (`registry`) and the URLs of their files."""
 
-    def __init__(self, registry: Registry, public_url: str | None = None, files: Any = None):
+    def __init__(self, registry: Registry, public_url: str | None = None, files: Files | None = None):
         """`files`: the store's Files API role (its `get_file` and `blobs`), for `file_ids`."""
         self.registry = registry
         self.public_url = (public_url or "").rstrip("/")
@@ -67,20 +66,28 @@ class CodeInterpreter:
     async def uploads(self, owner: str, file_ids: Sequence[str]) -> list[tuple[str, bytes]]:
         """The Files API's files of these ids, as (filename, bytes), to copy into a container."""
         out: list[tuple[str, bytes]] = []
+        files = self.files
         for meta in await self.check_files(owner, file_ids):
-            parts = [part async for part in self.files.blobs.read(meta["id"])]
+            assert files is not None  # check_files refuses file ids without it
+            parts = [part async for part in files.blobs.read(meta["id"])]
             out.append((str(meta.get("filename") or meta["id"]), b"".join(parts)))
         return out
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         await self.registry.close()
         shutil.rmtree(self.registry.options.base, ignore_errors=True)
 
 
-async def start(settings: Settings, store: Containers | None) -> tuple[CodeInterpreter | None, str | None]:
-    """The process's code interpreter, or None; and why the sandbox cannot run here, if it cannot."""
+OFF = "the code interpreter is off (--code-interpreter), or this gateway keeps no state (--db none)"
+
+
+async def serve(start: Start[CodeInterpreterSettings]) -> CodeInterpreter | Unavailable:
+    """The process's code interpreter; or why not: off, no store (containers live in the database), or the
+    sandbox cannot run on this machine — then requests declaring the tool are refused with a 400 saying why
+    (`--code-interpreter bubblewrap` refuses to start instead)."""
+    settings, store = start.group, start.store
     if settings.code_interpreter == "off" or store is None:
-        return None, None
+        return Unavailable(OFF)
     root = Path(settings.code_interpreter_dir or Path(tempfile.gettempdir()) / f"responses-gateway-{os.geteuid()}")
     base = root / f"p{os.getpid()}-{os.urandom(3).hex()}"
     root.mkdir(parents=True, exist_ok=True)
@@ -98,8 +105,8 @@ async def start(settings: Settings, store: Containers | None) -> tuple[CodeInter
         log.error("code_interpreter: the sandbox cannot run on this machine: %s. Requests declaring the "
                   "code_interpreter tool are refused with a 400 saying so (--code-interpreter off leaves them "
                   "to --hosted-tools instead).", problem)
-        return None, problem
-    registry = Registry(sandbox, store, Options(
+        return Unavailable(problem, refuse=True)
+    registry = Registry(sandbox, store.role(ContainerQueries), Options(
         base=base,
         limits=Limits(timeout=settings.code_interpreter_timeout, cpu=settings.code_interpreter_timeout,
                       processes=settings.code_interpreter_processes,
@@ -113,7 +120,7 @@ async def start(settings: Settings, store: Containers | None) -> tuple[CodeInter
         stored_file_bytes=settings.code_interpreter_file_bytes,
     ))
     await registry.open()
-    return CodeInterpreter(registry, settings.public_url, store if hasattr(store, "blobs") else None), None
+    return CodeInterpreter(registry, start.settings.public_url, store)
 
 
 def forget_dead(root: Path) -> None:
@@ -130,20 +137,7 @@ def forget_dead(root: Path) -> None:
             continue
 
 
-def make_sandbox(settings: Settings, base: Path) -> Sandbox:
+def make_sandbox(settings: CodeInterpreterSettings, base: Path) -> Sandbox:
     from .bubblewrap import Bubblewrap
 
     return Bubblewrap(base, host_uid=settings.code_interpreter_uid)
-
-
-def refusing(toolbox: Toolbox, why: str) -> Toolbox:
-    """The toolbox with code_interpreter declared as usable, but refused at parse time with a 400 saying why
-    (the sandbox cannot run on this machine: the client must learn that, not have the tool dropped)."""
-
-    def parse(spec: dict[str, Any], where: str) -> Any:
-        raise APIError(400, f"The hosted tool '{NAME}' cannot run on this gateway: {why}", param=f"{where}.type",
-                       code="unsupported_parameter")
-
-    kit = replace(KIT, parse=parse)
-    return Toolbox({**toolbox.available, **{kind: kit for kind in KIT.types}},
-                   {kind: why for kind, why in toolbox.missing.items() if kind not in KIT.types})

@@ -15,7 +15,9 @@ import codecs
 import html.parser
 import io
 import logging
-from dataclasses import dataclass
+
+from .bounds import ExtractError, Limits
+from .pdf import pdf_text_isolated
 
 log = logging.getLogger("responses_gateway.file_search")
 
@@ -24,21 +26,6 @@ log = logging.getLogger("responses_gateway.file_search")
 TEXT_EXTENSIONS = frozenset(["txt", "text", "md", "markdown", "rst", "adoc", "org", "tex", "log", "csv", "tsv", "json", "jsonl", "ndjson", "yaml", "yml", "toml", "ini", "cfg", "conf", "xml", "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "java", "kt", "kts", "scala", "go", "rs", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "cs", "rb", "php", "pl", "pm", "swift", "m", "mm", "r", "jl", "lua", "sh", "bash", "zsh", "fish", "ps1", "bat", "sql", "graphql", "proto", "css", "scss", "less", "vue", "svelte", "dart", "ex", "exs", "erl", "hrl", "hs", "ml", "fs", "clj"])
 HTML_EXTENSIONS = frozenset(("html", "htm", "xhtml"))
 SNIFF_BYTES = 8192
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_chars: int
-    max_pdf_pages: int
-    pdf_seconds: float = 60.0  # a PDF's reader is killed past this (wall clock; its CPU is capped the same)
-    pdf_memory: int = 1024 << 20  # bytes of address space a PDF's reader may use
-
-
-class ExtractError(Exception):
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def extension(filename: str) -> str:
@@ -53,8 +40,6 @@ def extract(data: bytes, filename: str, limits: Limits) -> str:
         raise ExtractError("invalid_file", f"The file has more than {limits.max_chars} characters of text "
                                            "(--max-extracted-chars).")
     if is_pdf:
-        from .pdf import pdf_text_isolated  # (pdf.py imports this module)
-
         text = pdf_text_isolated(data, limits)
     elif ext in HTML_EXTENSIONS:
         text = html_text(decode(data, filename), limits)

@@ -1,6 +1,6 @@
 """Ingestion: vector store files become chunks (and embeddings), as durable jobs.
 
-Each process runs one `Ingestor`: it claims `in_progress` files whose lease is free (store/vector_stores.py),
+Each process runs one `Ingestor`: it claims `in_progress` files whose lease is free (tools/file_search/store.py),
 at most `--ingest-workers` at a time, and renews their leases while it works. A file is read from the store,
 its text extracted and chunked in worker threads (the event loop never waits on them), embedded in batches,
 and written — chunks and status in one transaction, only if the lease is still this worker's. A process that
@@ -21,10 +21,11 @@ from typing import Protocol
 
 from ...ids import new_id
 from ...store.files import Files
-from ...store.vector_stores import ChunkRow, Job, VectorStores
+from .bounds import ExtractError, Limits
 from .chunking import chunk
 from .embeddings import Embedder, EmbeddingError
-from .extract import ExtractError, Limits, extract, not_supported, readable
+from .extract import extract, not_supported, readable
+from .store import ChunkRow, Job, VectorStores
 
 log = logging.getLogger("responses_gateway.file_search")
 

@@ -14,35 +14,40 @@ of its first result's marker), so that the model reads the same thing on later t
 from __future__ import annotations
 
 import functools
+import importlib.util
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ...errors import APIError, invalid
-from ..frame import Context, Declared, Item, Kit, Runner
+from ...protocol.tools import Tool
+from ..frame import Context, Declared, Item, Kit, Runner, Start, Unavailable
+from . import NAME
 from .citations import render
-from .filters import Filter, parse_filters
-from .ranking import Ranking, parse_ranking
+from .declaration import FileSearchConfig
+from .files_api import ROUTES as FILES_ROUTES
+from .filters import parse_filters
+from .ranking import parse_ranking
+from .runner import FileSearchRunner
 from .search import DEFAULT_RESULTS, MAX_RESULTS
-from .service import available
+from .service import FileSearch, FileSearchStore
+from .settings import FileSearchSettings
+from .store import VectorStoreQueries
+from .vector_stores_api import ROUTES as VECTOR_STORES_ROUTES
 
-NAME = "file_search"
+if TYPE_CHECKING:
+    from ...store import Store
+
 RESULTS = "file_search_call.results"
 HIDDEN = ("error", "cite_from")  # stored, never shown
 MAX_STORES = 10
-
-if TYPE_CHECKING:
-    from ...protocol.tools import Tool
-    from ...services import Services
+EXTRA = ("numpy", "pypdf", "bpe_openai")  # the file-search extra
 
 
 @functools.cache
 def function() -> Tool:
-    """What the model is offered (made on first use: protocol/tools.py imports the kits' registry)."""
-    from ...protocol.tools import Tool
-
+    """What the model is offered (made once, on first use)."""
     return Tool(
         "function", NAME, NAME,
         "Search the user's uploaded files (their vector stores) for passages relevant to the queries. Use it "
@@ -52,15 +57,6 @@ def function() -> Tool:
          "required": ["queries"]},
         runner=NAME,
     )
-
-
-@dataclass(frozen=True)
-class FileSearchConfig:
-    vector_store_ids: tuple[str, ...]
-    filters: Filter | None
-    max_num_results: int
-    ranking: Ranking
-    ranking_options: dict[str, Any]  # as echoed
 
 
 def parse(spec: dict[str, Any], where: str) -> Declared:
@@ -133,21 +129,34 @@ def shown(item: Item, include: frozenset[str]) -> Item:
     return out
 
 
-def start(declared: Sequence[Declared], context: Context) -> Runner:
-    from .runner import FileSearchRunner
-
+def start(declared: Sequence[Declared], context: Context[FileSearch]) -> Runner:
     return FileSearchRunner(declared[0].config, context)
 
 
-async def preflight(declared: Sequence[Declared], services: Services, owner: str) -> None:
+async def serve(start: Start[FileSearchSettings]) -> FileSearch | Unavailable:
+    """The process's search and ingestion, where there is a store and the `file-search` extra is installed."""
+    if start.store is None:
+        return Unavailable("file_search needs a store (it is off with --db none)")
+    if any(importlib.util.find_spec(name) is None for name in EXTRA):
+        return Unavailable("file_search needs pip install 'responses-gateway[file-search]'")
+    store = start.store.role(FileSearchStore)
+    await store.ensure_search_index()  # the engine's own keyword index of vector store chunks
+    service = FileSearch(start.settings, start.group, store)
+    service.start()
+    return service
+
+
+async def preflight(declared: Sequence[Declared], service: FileSearch, owner: str) -> None:
     """The request's vector stores exist and are the caller's (a 404 before the response starts)."""
-    service = getattr(services, "file_search", None)
-    if service is None:
-        return
     for one in declared:
         await service.searcher.stores(one.config.vector_store_ids, owner)
 
 
-KIT: Kit = Kit(name=NAME, types=(NAME,), item_types=("file_search_call",), parse=parse, echo=echo, normalize=normalize,
-          lower=lower, start=start, shown=shown, includes=(RESULTS,), unavailable=available, check=check,
-          preflight=preflight)
+async def purge(store: Store) -> str:
+    return f"{await store.role(VectorStoreQueries).purge_vector_stores()} expired vector stores"
+
+
+KIT: Kit[FileSearchSettings, FileSearch] = Kit(
+    name=NAME, types=(NAME,), item_types=("file_search_call",), parse=parse, echo=echo, normalize=normalize,
+    lower=lower, start=start, shown=shown, includes=(RESULTS,), check=check, preflight=preflight,
+    settings=FileSearchSettings, serve=serve, routes=(*FILES_ROUTES, *VECTOR_STORES_ROUTES), purge=purge)

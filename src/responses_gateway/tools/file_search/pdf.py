@@ -15,7 +15,7 @@ import sys
 
 import orjson
 
-from .extract import ExtractError, Limits
+from .bounds import ExtractError, Limits
 
 CHILD = "responses_gateway.tools.file_search.pdf_child"
 KEPT_ENV = ("PATH", "PYTHONPATH", "LANG", "LC_ALL")  # what the child needs to start; no keys, no settings

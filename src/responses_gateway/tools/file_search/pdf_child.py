@@ -21,7 +21,8 @@ def main(argv: list[str]) -> int:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU at the soft limit, SIGKILL one second on
     data = sys.stdin.buffer.read()
-    from .extract import ExtractError, Limits, pdf_text
+    from .bounds import ExtractError, Limits
+    from .extract import pdf_text
 
     try:
         result: dict[str, object] = {"text": pdf_text(data, Limits(max_chars, max_pages))}

@@ -9,30 +9,28 @@ numbered for citation after every result already in the conversation, and the re
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from ...errors import APIError
 from ...generation import ToolCallStart
 from ...ids import new_id
-from ..frame import Annotator, Context, Events, Item, Spec
+from ...protocol.tools import ToolSet
+from ..frame import Annotator, Calls, Context, Events, Item, OpenItem, Spec
 from .citations import Citations
-from .kit import FileSearchConfig
-
-if TYPE_CHECKING:
-    from ...composer import Composer, OpenItem
-    from ...protocol.tools import ToolSet
+from .declaration import FileSearchConfig
+from .service import FileSearch
 
 MAX_QUERIES = 10
 
 
 class FileSearchRunner:
-    def __init__(self, config: FileSearchConfig, context: Context):
+    def __init__(self, config: FileSearchConfig, context: Context[FileSearch]):
         self.config = config
         self.context = context
-        self.service: Any = getattr(context.services, "file_search", None)
-        self.timeout: float = context.services.settings.file_search_timeout
+        self.service = context.service
+        self.timeout: float = context.service.settings.file_search_timeout
         self.sources: dict[int, dict[str, Any]] = {}
         self.next_number = 1
         for item in context.history:  # earlier turns' results stay citable under the numbers the model read
@@ -45,7 +43,7 @@ class FileSearchRunner:
                 self.sources[n] = {"file_id": result["file_id"], "filename": result.get("filename") or ""}
         self.next_number = max(self.next_number, first + len(results))
 
-    async def prelude(self, composer: Composer, tools: ToolSet) -> AsyncIterator[Events]:
+    async def prelude(self, calls: Calls, tools: ToolSet) -> AsyncIterator[Events]:
         return
         yield
 
@@ -63,29 +61,26 @@ class FileSearchRunner:
         call.item["queries"] = _queries(call.arguments) or []
         return [], True
 
-    async def run(self, call: OpenItem, composer: Composer) -> AsyncIterator[Events]:
+    async def run(self, call: OpenItem, calls: Calls) -> AsyncIterator[Events]:
         queries = _queries(call.arguments)
         if not queries:
-            yield composer.fail_call(call, "The arguments must be an object with 'queries', a list of strings.")
-            return
-        if self.service is None:
-            yield composer.fail_call(call, "file_search is not available on this gateway.")
+            yield calls.fail_call(call, "The arguments must be an object with 'queries', a list of strings.")
             return
         call.item["status"] = "searching"
-        yield composer.call_events(call, [("response.file_search_call.searching", {})])
+        yield calls.call_events(call, [("response.file_search_call.searching", {})])
         config = self.config
         try:
             found = await self.service.searcher.search(config.vector_store_ids, self.context.owner, queries,
                                                        config.filters, config.max_num_results, config.ranking)
         except APIError as exc:
-            yield composer.fail_call(call, exc.message)
+            yield calls.fail_call(call, exc.message)
             return
         results = [{"attributes": r.attributes or {}, "file_id": r.file_id, "filename": r.filename,
                     "score": r.score, "text": r.text} for r in found]
         call.item["results"] = results
         call.item["cite_from"] = self.next_number
         self._number(results, self.next_number)
-        yield composer.end_call(call, "completed", [("response.file_search_call.completed", {})])
+        yield calls.end_call(call, "completed", [("response.file_search_call.completed", {})])
 
     def failed(self, call: OpenItem, message: str) -> tuple[str | None, list[Spec]]:
         call.item["error"] = message

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import APIError, UpstreamError
-from ...store.vector_stores import Hit, StoreInfo, VectorStores
 from .embeddings import Embedder, EmbeddingError
 from .filters import Filter, matches
 from .ranking import Ranking, final, fuse, merge
+from .store import Hit, StoreInfo, VectorStores
 from .vectors import VectorCache
 
 CANDIDATES = 100  # chunks each ranking contributes per query, before fusion

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ...store.vector_stores import Hit, VectorStores
+from .store import Hit, VectorStores
 
 
 @dataclass

@@ -13,6 +13,8 @@ from ...errors import APIError, invalid
 from ..frame import Context, Declared, Item, Kit, Runner
 from .declaration import MCPServer
 from .history import lower, mark_declined
+from .service import MCP, serve
+from .settings import MCPSettings
 
 ITEM_FIELDS = {
     "mcp_list_tools": ("server_label", "tools", "error"),
@@ -67,13 +69,13 @@ def normalize(item: dict[str, Any], where: str) -> Item:
     return out
 
 
-def start(declared: Sequence[Declared], context: Context) -> Runner:
+def start(declared: Sequence[Declared], context: Context[MCP]) -> Runner:
     from .runner import MCPRunner  # the MCP SDK: only for requests that declare a server
 
     return MCPRunner([d.config for d in declared], context)
 
 
-KIT = Kit(
+KIT: Kit[MCPSettings, MCP] = Kit(
     name="mcp",
     types=("mcp",),
     item_types=("mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response"),
@@ -84,4 +86,6 @@ KIT = Kit(
     start=start,
     check=check,
     rewrite=mark_declined,
+    settings=MCPSettings,
+    serve=serve,
 )

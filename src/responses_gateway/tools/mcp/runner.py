@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -24,13 +24,11 @@ from ...ids import new_id
 from ...net.urls import check_url
 from ...observe import failed
 from ...protocol.tools import Tool, ToolSet, wire_name
-from ..frame import Annotator, Context, Events, Item, Spec
+from ..frame import Annotator, Calls, Context, Events, Item, OpenItem, Spec
 from .declaration import MCPServer
 from .errors import MCPError
+from .service import MCP
 from .session import MCPSession
-
-if TYPE_CHECKING:
-    from ...composer import Composer, OpenItem
 
 log = logging.getLogger("responses_gateway.mcp")
 
@@ -38,13 +36,13 @@ PROTOCOL_ERROR = "mcp_protocol_error"
 
 
 class MCPRunner:
-    def __init__(self, servers: list[MCPServer], context: Context):
+    def __init__(self, servers: list[MCPServer], context: Context[MCP]):
         self.servers = {s.label: s for s in servers}
         self.context = context
-        settings = context.services.settings
-        self.allow_hosts: list[str] = settings.mcp_hosts()
-        self.timeout: float = settings.mcp_timeout + 5  # the loop's deadline; each request has mcp_timeout
-        self.call_timeout: float = settings.mcp_timeout
+        policy = context.service
+        self.allow_hosts: list[str] = list(policy.allow_hosts)
+        self.timeout: float = policy.timeout + 5  # the loop's deadline; each request has mcp_timeout
+        self.call_timeout: float = policy.timeout
         self.history: list[Item] = context.history
         self.sessions: dict[str, MCPSession] = {}
         self.unusable: dict[str, str] = {}  # label -> why its server cannot be reached
@@ -52,13 +50,13 @@ class MCPRunner:
 
     # -- before the first step ---------------------------------------------------------------------------
 
-    async def prelude(self, composer: Composer, tools: ToolSet) -> AsyncIterator[Events]:
+    async def prelude(self, calls: Calls, tools: ToolSet) -> AsyncIterator[Events]:
         for server in self.servers.values():
             stored = _stored_list(self.history, server.label)
             if stored is not None:
                 self._offer(tools, server, server.filter_tools(stored))
                 continue
-            item, events = composer.add_item("mcp", {"id": new_id("mcpl"), "type": "mcp_list_tools",
+            item, events = calls.add_item("mcp", {"id": new_id("mcpl"), "type": "mcp_list_tools",
                                                      "server_label": server.label, "tools": []},
                                              [("response.mcp_list_tools.in_progress", {})])
             yield events
@@ -67,7 +65,7 @@ class MCPRunner:
                 item.item["tools"] = listed or []
             else:
                 item.item["error"] = error
-            yield composer.end_call(item, None, [("response.mcp_list_tools.completed" if error is None
+            yield calls.end_call(item, None, [("response.mcp_list_tools.completed" if error is None
                                                   else "response.mcp_list_tools.failed", {})])
             if listed is not None:
                 self._offer(tools, server, listed)
@@ -80,7 +78,7 @@ class MCPRunner:
             if request is None or request.get("id") in done:
                 continue
             arguments = request.get("arguments") or "{}"
-            _, events = composer.add_item("mcp", _call_item(request["server_label"], request["name"],
+            _, events = calls.add_item("mcp", _call_item(request["server_label"], request["name"],
                                                             arguments, request.get("id")), [
                 ("response.mcp_call.in_progress", {}),
                 ("response.mcp_call_arguments.delta", {"delta": arguments}),
@@ -123,25 +121,25 @@ class MCPRunner:
             return [], False  # an approval request: done now; the client answers it
         return [("response.mcp_call_arguments.done", {"arguments": arguments})], True
 
-    async def run(self, call: OpenItem, composer: Composer) -> AsyncIterator[Events]:
+    async def run(self, call: OpenItem, calls: Calls) -> AsyncIterator[Events]:
         item = call.item
         server = self.servers.get(item["server_label"])
         if server is None:
-            yield composer.fail_call(call, f"No MCP server '{item['server_label']}' in this request.")
+            yield calls.fail_call(call, f"No MCP server '{item['server_label']}' in this request.")
             return
         try:
             arguments = orjson.loads(item["arguments"] or "{}")
         except orjson.JSONDecodeError:
-            yield composer.fail_call(call, "The tool arguments are not valid JSON.")
+            yield calls.fail_call(call, "The tool arguments are not valid JSON.")
             return
         if not isinstance(arguments, dict):
-            yield composer.fail_call(call, "The tool arguments must be a JSON object.")
+            yield calls.fail_call(call, "The tool arguments must be a JSON object.")
             return
         output, error = await self._call(server, item["name"], arguments)
         if error is not None:
-            yield self._ended(composer, call, None, error)
+            yield self._ended(calls, call, None, error)
             return
-        yield self._ended(composer, call, output, None)
+        yield self._ended(calls, call, output, None)
 
     def failed(self, call: OpenItem, message: str) -> tuple[str | None, list[Spec]]:
         if call.item["type"] != "mcp_call":
@@ -163,14 +161,14 @@ class MCPRunner:
 
     # -- helpers ---------------------------------------------------------------------------------------
 
-    def _ended(self, composer: Composer, call: OpenItem, output: str | None,
+    def _ended(self, calls: Calls, call: OpenItem, output: str | None,
                error: str | dict[str, Any] | None) -> Events:
         if isinstance(error, str):
-            return composer.fail_call(call, error)
+            return calls.fail_call(call, error)
         call.item["output"] = output
         call.item["error"] = error
         ok = error is None
-        return composer.end_call(call, "completed" if ok else "failed",
+        return calls.end_call(call, "completed" if ok else "failed",
                                  [("response.mcp_call.completed" if ok else "response.mcp_call.failed", {})])
 
     async def _list(self, server: MCPServer) -> tuple[list[dict[str, Any]] | None, str | None]:

@@ -21,10 +21,9 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as SDKError
 
-from responses_gateway import __version__
-
 from ...net.pinning import client_factory
 from ...net.urls import safe_url
+from ...version import __version__
 from .declaration import MCPServer
 from .errors import MCPError, describe, is_network_error, timed_out
 from .results import result_to_text, tool_dict

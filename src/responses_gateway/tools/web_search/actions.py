@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
-if TYPE_CHECKING:
-    from ...protocol.tools import Tool
+from ...protocol.tools import Tool
 
 NAME = "web_search"
 MAX_QUERIES = 5  # queries of one search call, run at once
@@ -53,9 +52,7 @@ PARAMETERS: dict[str, Any] = {
 
 @functools.cache
 def function() -> Tool:
-    """The function offered (made on first use: protocol.tools imports the kits' registry, which imports this)."""
-    from ...protocol.tools import Tool
-
+    """The function offered (made once, on first use)."""
     return Tool("function", NAME, NAME, DESCRIPTION, PARAMETERS, runner="web_search")
 
 

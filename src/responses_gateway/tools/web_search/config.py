@@ -26,12 +26,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...settings import load_table
+from .settings import KINDS, WebSearchSettings, check_provider, parse_spec
+
 if TYPE_CHECKING:
     from ...config import Settings
 
-KINDS = ("searxng", "brave", "tavily", "exa", "mcp")
-PUBLIC_URLS = {"brave": "https://api.search.brave.com", "tavily": "https://api.tavily.com",
-               "exa": "https://api.exa.ai"}
+__all__ = ["KINDS", "ProviderConfig", "WebSearchConfig", "from_settings", "parse_spec"]
+
 KEY_SETTINGS = {"brave": "brave_api_key", "tavily": "tavily_api_key", "exa": "exa_api_key",
                 "mcp": "web_search_mcp_key"}
 PROVIDER_KEYS = {"kind", "url", "api_key_env", "rate", "cache_ttl", "timeout"}
@@ -58,62 +60,36 @@ class WebSearchConfig:
     fetch_allow_hosts: tuple[str, ...] = ()
 
 
-def parse_spec(spec: str) -> list[tuple[str, str]]:
-    """"searxng=http://127.0.0.1:8888,brave" → [(kind, url)]; a provider with a public API may omit its URL."""
-    out = []
-    for entry in (e.strip() for e in spec.split(",")):
-        if not entry:
-            continue
-        kind, _, url = entry.partition("=")
-        kind, url = kind.strip().lower(), url.strip()
-        out.append((kind, _check_provider(kind, url, f"--web-search entry {entry!r}")))
-    if not out:
-        raise ValueError("--web-search names no provider")
-    return out
-
-
-def _check_provider(kind: str, url: str, where: str) -> str:
-    if kind not in KINDS:
-        raise ValueError(f"{where}: unknown provider kind {kind!r} (one of {', '.join(KINDS)})")
-    url = url or PUBLIC_URLS.get(kind, "")
-    if not url:
-        raise ValueError(f"{where}: {kind} needs a URL, e.g. {kind}=http://127.0.0.1:8888")
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"{where}: the URL must be http(s); got {url!r}")
-    return url
-
-
 def _split(value: str | None) -> tuple[str, ...]:
     return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
-def from_settings(settings: Settings, environ: Mapping[str, str] | None = None) -> WebSearchConfig | None:
+def from_settings(settings: Settings, group: WebSearchSettings,
+                  environ: Mapping[str, str] | None = None) -> WebSearchConfig | None:
     """The deployment's web search, or None when it has no provider (the tool is then unavailable)."""
     env: Mapping[str, str] = os.environ if environ is None else environ
     table = None
     if settings.config:
-        from ...routing import load_table
-
         table = load_table(settings.config, "web_search")
-    base = WebSearchConfig((), _split(settings.web_search_allow_domains), _split(settings.web_search_deny_domains),
-                           settings.web_fetch_timeout, settings.web_fetch_max_bytes,
-                           _split(settings.web_fetch_allow_hosts))
-    if table is None and not settings.web_search:
+    base = WebSearchConfig((), _split(group.web_search_allow_domains), _split(group.web_search_deny_domains),
+                           group.web_fetch_timeout, group.web_fetch_max_bytes,
+                           _split(group.web_fetch_allow_hosts))
+    if table is None and not group.web_search:
         return None
     if importlib.util.find_spec("selectolax") is None:
         raise ValueError("web search needs the web-search extra: pip install 'responses-gateway[web-search]'")
     if table is not None:
-        return _from_table(table, settings, env, f"{settings.config}: [web_search]", base)
-    assert settings.web_search is not None
-    providers = tuple(ProviderConfig(kind, url, getattr(settings, KEY_SETTINGS[kind], None) if kind in KEY_SETTINGS
-                                     else None, settings.web_search_rate, settings.web_search_cache_ttl,
-                                     settings.web_search_timeout)
-                      for kind, url in parse_spec(settings.web_search))
+        return _from_table(table, group, env, f"{settings.config}: [web_search]", base)
+    assert group.web_search is not None
+    providers = tuple(ProviderConfig(kind, url, getattr(group, KEY_SETTINGS[kind], None) if kind in KEY_SETTINGS
+                                     else None, group.web_search_rate, group.web_search_cache_ttl,
+                                     group.web_search_timeout)
+                      for kind, url in parse_spec(group.web_search))
     return WebSearchConfig(providers, base.allow_domains, base.deny_domains, base.fetch_timeout,
                            base.fetch_max_bytes, base.fetch_allow_hosts)
 
 
-def _from_table(table: Any, settings: Settings, env: Mapping[str, str], where: str,
+def _from_table(table: Any, group: WebSearchSettings, env: Mapping[str, str], where: str,
                 base: WebSearchConfig) -> WebSearchConfig:
     if not isinstance(table, dict):
         raise ValueError(f"{where} must be a table")
@@ -143,16 +119,16 @@ def _from_table(table: Any, settings: Settings, env: Mapping[str, str], where: s
         given = entry.get("url", "")
         if not isinstance(given, str):
             raise ValueError(f"{here}: url must be a string")
-        url = _check_provider(kind, given, here)
-        key: str | None = getattr(settings, KEY_SETTINGS[kind], None) if kind in KEY_SETTINGS else None
+        url = check_provider(kind, given, here)
+        key: str | None = getattr(group, KEY_SETTINGS[kind], None) if kind in KEY_SETTINGS else None
         if "api_key_env" in entry:
             if not isinstance(entry["api_key_env"], str):
                 raise ValueError(f"{here}: api_key_env must be the name of an environment variable")
             key = env.get(entry["api_key_env"]) or None
             if key is None:
                 raise ValueError(f"{here}: environment variable {entry['api_key_env']} is not set")
-        numbers = {"rate": settings.web_search_rate, "cache_ttl": settings.web_search_cache_ttl,
-                   "timeout": settings.web_search_timeout}
+        numbers = {"rate": group.web_search_rate, "cache_ttl": group.web_search_cache_ttl,
+                   "timeout": group.web_search_timeout}
         for name in numbers:
             if name in entry:
                 value = entry[name]

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...errors import APIError, invalid
-from ..frame import Context, Declared, Item, Kit, Runner
+from ..frame import Context, Declared, Item, Kit, Runner, Start, Unavailable
 from . import options, render
 from .actions import NAME, arguments_of, function
+from .settings import WebSearchSettings
 
 if TYPE_CHECKING:
-    from ...services import Services
+    from .service import WebSearch
 
 SOURCES = "web_search_call.action.sources"
 RESULTS = "web_search_call.results"
@@ -80,17 +81,22 @@ def shown(item: Item, include: frozenset[str]) -> Item:
     return out
 
 
-def unavailable(services: Services) -> str | None:
-    return None if getattr(services, "web_search", None) is not None else HOW
+async def serve(start: Start[WebSearchSettings]) -> WebSearch | Unavailable:
+    """The process's providers when the deployment configures any (flags, or the `[web_search]` table)."""
+    from .config import from_settings
+    from .service import serve as make
+
+    config = from_settings(start.settings, start.group)
+    return Unavailable(HOW) if config is None else make(config)
 
 
-def start(declared: Sequence[Declared], context: Context) -> Runner:
+def start(declared: Sequence[Declared], context: Context[WebSearch]) -> Runner:
     from .runner import WebSearchRunner  # providers, fetcher, extraction: only for requests that declare it
 
     return WebSearchRunner(declared[0].config, context)
 
 
-KIT = Kit(
+KIT: Kit[WebSearchSettings, WebSearch] = Kit(
     name="web_search",
     types=options.TYPES,
     item_types=("web_search_call",),
@@ -101,5 +107,6 @@ KIT = Kit(
     start=start,
     shown=shown,
     includes=(RESULTS, SOURCES),
-    unavailable=unavailable,
+    settings=WebSearchSettings,
+    serve=serve,
 )

@@ -19,6 +19,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ...net.urls import safe_url
 from .provider import ProviderError, Query, Result, result
 
 QUERY_NAMES = ("query", "q", "search_query", "searchQuery", "search_term", "question", "text")
@@ -37,8 +38,6 @@ class MCPSearch:
         self.tool_name = parts.fragment or None
         self.api_key = api_key
         self.timeout = timeout
-        from ...net.urls import safe_url
-
         self.label = f"mcp at {safe_url(self.url)}"
         self._session: Any = None
         self._tool: tuple[str, str, str | None] | None = None  # name, query argument, count argument

@@ -23,12 +23,12 @@ import logging
 import re
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...generation import ToolCallStart
 from ...ids import new_id
 from ...protocol.tools import ToolSet
-from ..frame import Annotator, Context, Events, Item, Spec
+from ..frame import Annotator, Calls, Context, Events, Item, OpenItem, Spec
 from . import extract as extraction
 from .actions import Action, parse_arguments
 from .citations import Citations, canonical
@@ -37,9 +37,6 @@ from .fetch import FetchError, fetch
 from .options import Options
 from .provider import ProviderError, Query, Result, gather_bounded
 from .service import MAX_WAIT, WebSearch
-
-if TYPE_CHECKING:
-    from ...composer import Composer, OpenItem
 
 log = logging.getLogger("responses_gateway.web_search")
 
@@ -59,13 +56,10 @@ def extractor() -> ThreadPoolExecutor:
 
 
 class WebSearchRunner:
-    def __init__(self, options: Options, context: Context):
+    def __init__(self, options: Options, context: Context[WebSearch]):
         self.options = options
         self.context = context
-        service = context.services.web_search
-        if service is None:  # the toolbox offers the kit only where unavailable() found the service
-            raise RuntimeError("web_search started without its providers")
-        self.service: WebSearch = service
+        self.service: WebSearch = context.service
         config = self.service.config
         # the loop's deadline for one call: the whole provider chain (and a rate-limit wait), or a fetch and its
         # extraction
@@ -76,7 +70,7 @@ class WebSearchRunner:
         self.known: dict[str, str] = {}  # canonical URL -> title: what citations may point at
         self.citations = Citations(self.known)
 
-    async def prelude(self, composer: Composer, tools: ToolSet) -> AsyncIterator[Events]:
+    async def prelude(self, calls: Calls, tools: ToolSet) -> AsyncIterator[Events]:
         return
         yield
 
@@ -92,15 +86,15 @@ class WebSearchRunner:
     def complete(self, call: OpenItem) -> tuple[list[Spec], bool]:
         return [], True
 
-    async def run(self, call: OpenItem, composer: Composer) -> AsyncIterator[Events]:
+    async def run(self, call: OpenItem, calls: Calls) -> AsyncIterator[Events]:
         try:
             action = parse_arguments(call.arguments)
         except ValueError as exc:
             call.item["action"] = {"type": "search", "query": ""}
-            yield composer.fail_call(call, str(exc))
+            yield calls.fail_call(call, str(exc))
             return
         call.item["action"] = action.item()
-        yield composer.call_events(call, [("response.web_search_call.searching", {})])
+        yield calls.call_events(call, [("response.web_search_call.searching", {})])
         try:
             if action.kind == "search":
                 results = await self._search(action)
@@ -110,10 +104,10 @@ class WebSearchRunner:
             else:
                 results = [await self._find(action)]
         except (ProviderError, FetchError) as exc:
-            yield composer.fail_call(call, str(exc))
+            yield calls.fail_call(call, str(exc))
             return
         call.item["results"] = results
-        yield composer.end_call(call, "completed", [("response.web_search_call.completed", {})])
+        yield calls.end_call(call, "completed", [("response.web_search_call.completed", {})])
 
     def failed(self, call: OpenItem, message: str) -> tuple[str | None, list[Spec]]:
         call.item.setdefault("action", {"type": "search", "query": ""})

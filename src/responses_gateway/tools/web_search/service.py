@@ -1,5 +1,5 @@
 """The process's web search: its providers as a fallback chain, each with its rate limit and result cache, and
-the deployment's domain policy. Made in the app's lifespan (app.py) when a provider is configured, closed at
+the deployment's domain policy. Made at start-up by the kit's `serve` when a provider is configured, closed at
 shutdown; every response's runner uses it.
 
 A search is tried on each provider in order: a cached answer first (any provider's), then the first provider
@@ -56,6 +56,7 @@ class WebSearch:
         return " → ".join(s.provider.label for s in self.slots)
 
     async def aclose(self) -> None:
+        """Each provider's connections (at shutdown)."""
         for slot in self.slots:
             try:
                 await slot.provider.aclose()
@@ -107,3 +108,9 @@ class WebSearch:
         metrics.web_search_requests.labels(provider.kind, "ok").inc()
         slot.cache.put(key, found)
         return found
+
+
+def serve(config: WebSearchConfig) -> WebSearch:
+    search = WebSearch(config)
+    log.info("web_search: %s", search.label)
+    return search

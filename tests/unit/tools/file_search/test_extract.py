@@ -2,7 +2,8 @@
 
 import pytest
 
-from responses_gateway.tools.file_search.extract import ExtractError, Limits, extract, html_text, readable
+from responses_gateway.tools.file_search.bounds import ExtractError, Limits
+from responses_gateway.tools.file_search.extract import extract, html_text, readable
 from tests.support.pdfs import pdf_bytes
 
 LIMITS = Limits(max_chars=10_000, max_pdf_pages=5)

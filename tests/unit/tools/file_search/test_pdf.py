@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from responses_gateway.tools.file_search.extract import ExtractError, Limits, extract
+from responses_gateway.tools.file_search.bounds import ExtractError, Limits
+from responses_gateway.tools.file_search.extract import extract
 from tests.support.pdfs import pdf_bytes, slow_pdf
 
 

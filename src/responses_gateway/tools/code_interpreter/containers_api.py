@@ -19,28 +19,19 @@ from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartParser
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
-from ..errors import APIError, invalid
-from ..services import of
-from ..store.base import Page
-from ..tools.code_interpreter.registry import Registry, not_found, public_container, public_file
-from ..tools.code_interpreter.service import CodeInterpreter
-from .paging import page_body, page_params
-from .responses import owner, read_body
-
-
-def _json(obj: Any) -> Response:
-    return Response(orjson.dumps(obj), media_type="application/json")
+from ...api.paging import page_body, page_params
+from ...api.request import json_response, owner, read_body, running, served
+from ...errors import APIError, invalid
+from ...store.base import Page
+from . import NAME
+from .registry import Registry, not_found, public_container, public_file
+from .service import CodeInterpreter
 
 
 def _service(request: Request) -> CodeInterpreter:
-    services = of(request.app)
-    service = services.code_interpreter
-    if service is None:
-        why = services.code_interpreter_problem or (
-            "the code interpreter is off (--code-interpreter) or this gateway keeps no state (--db none)")
-        raise APIError(400, f"Containers are unavailable on this gateway: {why}", code="unsupported_parameter")
-    return service
+    return running(request, NAME, CodeInterpreter, "Containers")
 
 
 def _registry(request: Request) -> Registry:
@@ -49,7 +40,7 @@ def _registry(request: Request) -> Registry:
 
 
 async def _object(request: Request) -> dict[str, Any]:
-    raw = await read_body(request, of(request.app).settings.max_body_bytes)
+    raw = await read_body(request, served(request).settings.max_body_bytes)
     try:
         body = orjson.loads(raw or b"{}")
     except orjson.JSONDecodeError:
@@ -90,7 +81,7 @@ async def create_container(request: Request) -> Response:
     who = owner(request)
     uploads = await _service(request).uploads(who, file_ids)
     row = await registry.create(who, name=name, memory_limit=memory, minutes=minutes, uploads=uploads)
-    return _json(public_container(row))
+    return json_response(public_container(row))
 
 
 async def list_containers(request: Request) -> Response:
@@ -98,7 +89,7 @@ async def list_containers(request: Request) -> Response:
     limit, order = page_params(request.query_params)
     page = await registry.store.list_containers(owner(request), after=request.query_params.get("after"),
                                                 limit=limit, order=order, name=request.query_params.get("name"))
-    return _json(page_body(Page([public_container(row) for row in page.items], page.has_more)))
+    return json_response(page_body(Page([public_container(row) for row in page.items], page.has_more)))
 
 
 async def _container(request: Request) -> dict[str, Any]:
@@ -110,14 +101,14 @@ async def _container(request: Request) -> dict[str, Any]:
 
 
 async def get_container(request: Request) -> Response:
-    return _json(public_container(await _container(request)))
+    return json_response(public_container(await _container(request)))
 
 
 async def delete_container(request: Request) -> Response:
     cid = request.path_params["container_id"]
     if not await _registry(request).delete(owner(request), cid):
         raise not_found(cid)
-    return _json({"id": cid, "object": "container.deleted", "deleted": True})
+    return json_response({"id": cid, "object": "container.deleted", "deleted": True})
 
 
 # -- files ----------------------------------------------------------------------------------------------------
@@ -128,7 +119,7 @@ async def create_file(request: Request) -> Response:
     cid = request.path_params["container_id"]
     who = owner(request)
     await registry.usable(who, cid)
-    limit = min(of(request.app).settings.max_body_bytes, registry.options.stored_file_bytes)
+    limit = min(served(request).settings.max_body_bytes, registry.options.stored_file_bytes)
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         filename, content = await _upload(request, limit)
     else:
@@ -143,7 +134,7 @@ async def create_file(request: Request) -> Response:
         raise APIError(413, f"The file is larger than this gateway's limit of {limit:,} bytes.", param="file",
                        code="file_too_large")
     stored = await registry.add_file(who, cid, filename, content, "user")
-    return _json(public_file(stored))
+    return json_response(public_file(stored))
 
 
 async def _upload(request: Request, limit: int) -> tuple[str, bytes]:
@@ -175,7 +166,7 @@ async def list_files(request: Request) -> Response:
                                                 limit=limit, order=order)
     if page is None:
         raise not_found(cid)
-    return _json(page_body(Page([public_file(row) for row in page.items], page.has_more)))
+    return json_response(page_body(Page([public_file(row) for row in page.items], page.has_more)))
 
 
 async def _file(request: Request) -> dict[str, Any]:
@@ -190,7 +181,7 @@ async def _file(request: Request) -> dict[str, Any]:
 
 
 async def get_file(request: Request) -> Response:
-    return _json(public_file(await _file(request)))
+    return json_response(public_file(await _file(request)))
 
 
 async def get_file_content(request: Request) -> Response:
@@ -207,4 +198,18 @@ async def get_file_content(request: Request) -> Response:
 async def delete_file(request: Request) -> Response:
     found = await _file(request)
     await _registry(request).remove_file(owner(request), found["container_id"], found["id"])
-    return _json({"id": found["id"], "object": "container.file.deleted", "deleted": True})
+    return json_response({"id": found["id"], "object": "container.file.deleted", "deleted": True})
+
+
+C = "/v1/containers/{container_id}"
+ROUTES = (
+    Route("/v1/containers", create_container, methods=["POST"]),
+    Route("/v1/containers", list_containers, methods=["GET"]),
+    Route(C, get_container, methods=["GET"]),
+    Route(C, delete_container, methods=["DELETE"]),
+    Route(f"{C}/files", create_file, methods=["POST"]),
+    Route(f"{C}/files", list_files, methods=["GET"]),
+    Route(f"{C}/files/{{file_id}}", get_file, methods=["GET"]),
+    Route(f"{C}/files/{{file_id}}", delete_file, methods=["DELETE"]),
+    Route(f"{C}/files/{{file_id}}/content", get_file_content, methods=["GET"]),
+)

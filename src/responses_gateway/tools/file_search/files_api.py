@@ -13,20 +13,19 @@ import time
 import unicodedata
 from typing import Any
 
-import orjson
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 from starlette.types import Message
 
-from ..errors import APIError, invalid
-from ..ids import new_id
-from ..services import of
-from ..store import Store
-from ..store.files import Files
-from ..store.vector_stores import VectorStores
-from .paging import page_body
-from .responses import owner
+from ...api.paging import page_body
+from ...api.request import json_response, owner, served, stored
+from ...errors import APIError, invalid
+from ...ids import new_id
+from ...store import Store
+from .settings import FileSearchSettings
+from .store import VectorStoreQueries
 
 PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
 EXPIRY_SECONDS = (3600, 30 * 24 * 3600)  # expires_after.seconds: 1 hour to 30 days
@@ -36,24 +35,12 @@ MAX_LIST = 10_000  # GET /v1/files takes limit up to 10,000 (and defaults to it)
 MAX_FILENAME = 255
 
 
-def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(obj), status_code=status, media_type="application/json", headers=headers)
-
-
 def file_not_found(file_id: str) -> APIError:
     return APIError(404, f"No such File object: {file_id}", param="id", code=None)
 
 
-def files_store(request: Request) -> Files:
-    return store_of(request)
-
-
-def store_of(request: Request) -> Store:
-    store = of(request.app).store
-    if store is None:
-        raise APIError(400, "This gateway keeps no state (it runs with --db none): files are unavailable.",
-                       code="unsupported_parameter")
-    return store
+def files_store(request: Request) -> Store:
+    return stored(request, "files")
 
 
 def clean_filename(name: str | None) -> str:
@@ -105,7 +92,7 @@ def _expiry(form: Any, purpose: str, now: int) -> int | None:
 
 async def create_file(request: Request) -> Response:
     store = files_store(request)
-    settings = of(request.app).settings
+    settings = served(request).settings.group(FileSearchSettings)
     limit = settings.max_file_bytes
     too_large = APIError(413, f"File too large: the limit is {limit} bytes.", param="file", code="file_too_large")
     length = request.headers.get("content-length")
@@ -203,7 +190,7 @@ async def delete_file(request: Request) -> Response:
     store = files_store(request)
     if await store.get_file(file_id, owner(request)) is None:
         raise file_not_found(file_id)
-    vector_stores: VectorStores = store_of(request)  # the store that keeps files keeps vector stores too
+    vector_stores = store.role(VectorStoreQueries)  # the store that keeps files keeps vector stores too
     await vector_stores.detach_file(file_id, owner(request))  # it leaves every vector store, as OpenAI's does
     if not await store.delete_file(file_id, owner(request)):
         raise file_not_found(file_id)
@@ -223,3 +210,11 @@ async def file_content(request: Request) -> Response:
         "content-disposition": f'attachment; filename="{ascii_name}"',
     })
 
+
+ROUTES = (
+    Route("/v1/files", create_file, methods=["POST"]),
+    Route("/v1/files", list_files, methods=["GET"]),
+    Route("/v1/files/{file_id}", get_file, methods=["GET"]),
+    Route("/v1/files/{file_id}", delete_file, methods=["DELETE"]),
+    Route("/v1/files/{file_id}/content", file_content, methods=["GET"]),
+)

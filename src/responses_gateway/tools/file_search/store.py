@@ -23,8 +23,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from .base import Engine, Page, Queries, Statements
-from .sqlite import SQLite
+from ...store.base import Engine, Page, Queries, Statements
+from ...store.sqlite import SQLite
 
 LIVE = "(expires_at IS NULL OR expires_at > ?)"
 STATUSES = ("in_progress", "completed", "failed", "cancelled")

@@ -31,8 +31,8 @@ import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from .. import metrics
-from ..redisconn import connect
+from . import metrics
+from .redisconn import connect
 
 log = logging.getLogger("responses_gateway.limits")
 

@@ -12,21 +12,21 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
-from ..errors import APIError, invalid
-from ..ids import new_id
-from ..services import of
-from ..tools.file_search.chunking import parse_strategy
-from ..tools.file_search.filters import parse_filters
-from ..tools.file_search.ranking import parse_ranking
-from ..tools.file_search.search import DEFAULT_RESULTS, MAX_RESULTS, Result, store_not_found
-from ..tools.file_search.service import FileSearch, available
-from .files import file_not_found, json_response
-from .paging import page_body, page_params
-from .responses import owner, read_body
+from ...api.paging import page_body, page_params
+from ...api.request import json_response, owner, read_object, running
+from ...errors import APIError, invalid
+from ...ids import new_id
+from . import NAME
+from .chunking import parse_strategy
+from .files_api import file_not_found
+from .filters import parse_filters
+from .ranking import parse_ranking
+from .search import DEFAULT_RESULTS, MAX_RESULTS, Result, store_not_found
+from .service import FileSearch
 
 POLL_AFTER_MS = "250"  # what the SDK's polling helpers wait between reads of something in progress
 MAX_BODY = 4 * 1024 * 1024
@@ -36,24 +36,11 @@ FILE_STATUSES = ("in_progress", "completed", "failed", "cancelled")
 
 
 def service(request: Request) -> FileSearch:
-    found: FileSearch | None = of(request.app).file_search
-    if found is None:
-        why = available(of(request.app)) or "file_search is not running"
-        raise APIError(400, f"Vector stores are unavailable: {why}.", code="unsupported_parameter")
-    return found
+    return running(request, NAME, FileSearch, "Vector stores")
 
 
 async def _body(request: Request) -> dict[str, Any]:
-    raw = await read_body(request, MAX_BODY)
-    if not raw.strip():
-        return {}
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise invalid("We could not parse the JSON body of your request.", None, "invalid_json") from None
-    if not isinstance(body, dict):
-        raise invalid("The body of your request must be a JSON object.", None, "invalid_type")
-    return body
+    return await read_object(request, MAX_BODY)
 
 
 def _known(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
@@ -415,3 +402,24 @@ async def search_vector_store(request: Request) -> Response:
     results = await fs.searcher.search([vs_id], owner(request), queries, filters, limit, ranking)
     return json_response({"object": "vector_store.search_results.page", "search_query": queries,
                           "data": [result_object(r) for r in results], "has_more": False, "next_page": None})
+
+
+VS = "/v1/vector_stores/{vector_store_id}"
+ROUTES = (
+    Route("/v1/vector_stores", create_vector_store, methods=["POST"]),
+    Route("/v1/vector_stores", list_vector_stores, methods=["GET"]),
+    Route(VS, get_vector_store, methods=["GET"]),
+    Route(VS, update_vector_store, methods=["POST"]),
+    Route(VS, delete_vector_store, methods=["DELETE"]),
+    Route(f"{VS}/search", search_vector_store, methods=["POST"]),
+    Route(f"{VS}/files", create_vector_store_file, methods=["POST"]),
+    Route(f"{VS}/files", list_vector_store_files, methods=["GET"]),
+    Route(f"{VS}/files/{{file_id}}", get_vector_store_file, methods=["GET"]),
+    Route(f"{VS}/files/{{file_id}}", update_vector_store_file, methods=["POST"]),
+    Route(f"{VS}/files/{{file_id}}", delete_vector_store_file, methods=["DELETE"]),
+    Route(f"{VS}/files/{{file_id}}/content", vector_store_file_content, methods=["GET"]),
+    Route(f"{VS}/file_batches", create_file_batch, methods=["POST"]),
+    Route(f"{VS}/file_batches/{{batch_id}}", get_file_batch, methods=["GET"]),
+    Route(f"{VS}/file_batches/{{batch_id}}/cancel", cancel_file_batch, methods=["POST"]),
+    Route(f"{VS}/file_batches/{{batch_id}}/files", list_file_batch_files, methods=["GET"]),
+)

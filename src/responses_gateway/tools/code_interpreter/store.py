@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
-from .base import Page, Queries
+from ...store.base import Page, Queries
 
 CONTAINER = "id, name, created_at, last_active_at, minutes, memory_limit, status, generation, worker"
 FILE = "id, container_id, path, bytes, created_at, source, etag"

@@ -1,0 +1,118 @@
+"""The composer's half that serves gateway-run tools: their runners and annotators, the calls waiting to run,
+and the `Calls` a runner is given (tools/frame.py).
+
+`composer.Composer` is this class and the state machine of text, reasoning and client calls together: one
+object numbers every event of a response, so nothing here builds an event the composer does not number. This
+half needs three things of the other, which the composer provides: `next_seq` (the next sequence number),
+`open_item` (an output item added, with its `output_item.added`) and `close_text` (the open message or
+reasoning item closed before a tool's item opens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .frame import Annotator, Events, Item, OpenItem, Runner, Spec
+
+
+class ToolCalls:
+    """Gateway-run tools in one response (a mixin of `composer.Composer`)."""
+
+    runners: dict[str, Runner]  # by kit name
+    annotators: tuple[Annotator, ...]  # citations of the answer text
+    pending: list[OpenItem]  # calls whose arguments are whole, awaiting execution
+    shown: Callable[[Item], Item] | None  # a gateway item as the client sees it
+
+    def init_tools(self) -> None:
+        self.runners = {}
+        self.annotators = ()
+        self.pending = []
+        self.shown = None
+
+    # -- what the composer provides ------------------------------------------------------------------
+
+    def next_seq(self) -> int:
+        raise NotImplementedError
+
+    def open_item(self, out: Events, kind: str, item: Item, runner: Runner | None = None) -> OpenItem:
+        raise NotImplementedError
+
+    def close_text(self, out: Events, status: str) -> None:
+        raise NotImplementedError
+
+    # -- set up by the tool loop (tools/loop.py) and respond.py ----------------------------------------
+
+    def use(self, name: str, runner: Runner) -> None:
+        """Calls that adapters mark as run by kit `name` make their items through `runner`."""
+        self.runners[name] = runner
+        annotator = runner.annotator()
+        if annotator is not None:
+            self.annotators = (*self.annotators, annotator)
+
+    def show(self, shown: Callable[[Item], Item]) -> None:
+        """`shown`: a gateway-run tool's item as the client sees it (what `include` leaves out is stored only)."""
+        self.shown = shown
+
+    def take_pending(self) -> list[OpenItem]:
+        """The gateway-run calls whose arguments are whole, to be run now (each stays open until `end_call`)."""
+        pending, self.pending = self.pending, []
+        return pending
+
+    # -- Calls (tools/frame.py): what runners use --------------------------------------------------------
+
+    def call_events(self, call: OpenItem, specs: Sequence[Spec]) -> Events:
+        out: Events = []
+        self.send_specs(out, call, specs)
+        return out
+
+    def end_call(self, call: OpenItem, status: str | None, specs: Sequence[Spec] = ()) -> Events:
+        if status is not None:
+            call.item["status"] = status
+        out: Events = []
+        self.send_specs(out, call, specs)
+        self.item_done(out, call)
+        return out
+
+    def fail_call(self, call: OpenItem, message: str) -> Events:
+        if call.runner is None:
+            raise ValueError("fail_call is for gateway-run calls")
+        status, specs = call.runner.failed(call, message)
+        return self.end_call(call, status, specs)
+
+    def add_item(self, name: str, item: Item, specs: Sequence[Spec] = (), *,
+                 run: bool = False) -> tuple[OpenItem, Events]:
+        out: Events = []
+        self.close_text(out, "completed")
+        call = self.open_item(out, "gateway", item, self.runners.get(name))
+        self.send_specs(out, call, specs)
+        if run:
+            self.pending.append(call)
+        return call, out
+
+    # -- the events of a tool's items ---------------------------------------------------------------------
+
+    def send_specs(self, out: Events, call: OpenItem, specs: Sequence[Spec]) -> None:
+        """A tool's own events about its item, numbered."""
+        for kind, fields in specs:
+            out.append({"type": kind, "sequence_number": self.next_seq(), "item_id": call.id,
+                        "output_index": call.index, **fields})
+
+    def item_done(self, out: Events, item: OpenItem) -> None:
+        """`response.output_item.done` of a tool's item, as the client is shown it."""
+        item.done = True
+        shown = self.shown
+        out.append({"type": "response.output_item.done", "sequence_number": self.next_seq(),
+                    "output_index": item.index, "item": item.item if shown is None else shown(item.item)})
+
+    def close_tool_call(self, out: Events, call: OpenItem, runner: Runner, status: str) -> None:
+        """The model finished writing a gateway-run call: run it (it waits in `pending`), or close it as it
+        stands (the tool says so); a call cut short (the response ends) fails."""
+        if status != "completed":
+            out.extend(self.fail_call(call, "The response ended before the call could run."))
+            return
+        specs, run = runner.complete(call)
+        self.send_specs(out, call, specs)
+        if run:
+            self.pending.append(call)  # stays open until the gateway has run it
+        else:
+            self.item_done(out, call)
