@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,7 +120,7 @@ class ImagesClient:
             wanted |= {"stream": True, "partial_images": ask.partials}
         return {k: v for k, v in wanted.items() if (ask.path, k) not in self.refused}
 
-    async def run(self, ask: Ask) -> AsyncIterator[Partial | Made]:
+    async def run(self, ask: Ask) -> AsyncGenerator[Partial | Made, None]:
         """The partial images as they come, then the final one. Raises `ImagesError`."""
         url = self.base_url + ask.path
         while True:

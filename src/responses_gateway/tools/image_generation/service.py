@@ -13,12 +13,12 @@ import logging
 from dataclasses import dataclass
 
 from ...store import Store
+from . import storage
 from .client import ImagesClient
 from .fetch import FetchError, fetch_image
 from .history import Source
 from .options import Mask
 from .pictures import BadImage, Picture, decode_base64, decoded_length, from_data_url, picture
-from .storage import Keeper
 
 log = logging.getLogger("responses_gateway.image_generation")
 
@@ -37,7 +37,8 @@ class ImageGeneration:
                                    connect_timeout=min(limits.timeout, 30.0))
         self.model = model
         self.limits = limits
-        self.keeper = Keeper(store, retention_seconds) if store is not None else None
+        self.store = store  # images are kept in its files store (storage.py); None with --db none
+        self.retention = retention_seconds
         self.label = self.client.label
 
     async def aclose(self) -> None:
@@ -70,10 +71,16 @@ class ImageGeneration:
             raise BadImage(str(exc)) from None
         return picture(data, what)
 
+    async def keep(self, owner: str, item_id: str, image: Picture) -> str:
+        """The image kept in the files store (the store is there: the runner asks only then); its file id."""
+        if self.store is None:
+            raise RuntimeError("no store to keep the image in")
+        return await storage.keep(self.store, owner, item_id, image, self.retention)
+
     async def file(self, owner: str, file_id: str, what: str) -> Picture:
-        if self.keeper is None:
+        if self.store is None:
             raise BadImage(f"{what} is a file ({file_id}), and this gateway keeps no files (--db none)")
-        data = await self.keeper.load(owner, file_id, self.limits.max_bytes, what)
+        data = await storage.load(self.store, owner, file_id, self.limits.max_bytes, what)
         if data is None:
             raise BadImage(f"{what} is file {file_id}, which does not exist (or has expired)")
         return picture(data, what)

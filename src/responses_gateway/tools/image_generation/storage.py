@@ -25,45 +25,39 @@ from .pictures import BadImage, Picture
 PURPOSE = "assistants_output"
 
 
-class Keeper:
-    """The files store, for this tool's images."""
+async def keep(store: Store, owner: str, item_id: str, image: Picture, retention_seconds: int) -> str:
+    """Write the image as the caller's file; its file id."""
+    file_id = new_id("file")
+    written = await store.blobs.put(file_id, io.BytesIO(image.data))
+    now = int(time.time())
+    file = {"id": file_id, "object": "file", "bytes": written, "created_at": now, "filename": image.filename(item_id),
+            "purpose": PURPOSE, "status": "processed", "expires_at": now + retention_seconds, "status_details": None}
+    try:
+        await store.add_file(file, owner, 0)
+    except BaseException:
+        await store.blobs.delete([file_id])
+        raise
+    return file_id
 
-    def __init__(self, store: Store, retention_seconds: int):
-        self.store = store
-        self.retention = retention_seconds
 
-    async def keep(self, owner: str, item_id: str, image: Picture) -> str:
-        """Write the image; its file id."""
-        file_id = new_id("file")
-        blobs = self.store.blobs
-        written = await blobs.put(file_id, io.BytesIO(image.data))
-        now = int(time.time())
-        file = {"id": file_id, "object": "file", "bytes": written, "created_at": now,
-                "filename": image.filename(item_id), "purpose": PURPOSE, "status": "processed",
-                "expires_at": now + self.retention, "status_details": None}
-        try:
-            await self.store.add_file(file, owner, 0)
-        except BaseException:
-            await blobs.delete([file_id])
-            raise
-        return file_id
+async def load(store: Store, owner: str, file_id: str, max_bytes: int, what: str = "the image") -> bytes | None:
+    """A file's bytes (None when the caller has no such file); BadImage when it is over `max_bytes`."""
+    found = await store.get_file(file_id, owner)
+    if found is None:
+        return None
+    if int(found.get("bytes") or 0) > max_bytes:
+        raise BadImage(f"{what} is {found['bytes']} bytes, more than --image-generation-max-bytes allows "
+                       f"({max_bytes})")
+    return b"".join([part async for part in store.blobs.read(file_id)])
 
-    async def load(self, owner: str, file_id: str, max_bytes: int, what: str = "the image") -> bytes | None:
-        """A file's bytes (None when the caller has no such file); BadImage when it is over `max_bytes`."""
-        found = await self.store.get_file(file_id, owner)
-        if found is None:
-            return None
-        if int(found.get("bytes") or 0) > max_bytes:
-            raise BadImage(f"{what} is {found['bytes']} bytes, more than --image-generation-max-bytes allows "
-                           f"({max_bytes})")
-        return b"".join([part async for part in self.store.blobs.read(file_id)])
 
-    async def restore(self, items: Iterable[dict[str, Any]], owner: str) -> None:
-        """Put `result` back into stored items that keep their image in the files store (in place). A file
-        gone meanwhile (deleted through the Files API, expired) leaves `result` null."""
-        for item in items:
-            file_id = item.get("result_file_id")
-            if item.get("type") != "image_generation_call" or not isinstance(file_id, str) or item.get("result"):
-                continue
-            data = await self.load(owner, file_id, 1 << 40)
-            item["result"] = base64.b64encode(data).decode() if data is not None else None
+async def restore(items: Iterable[dict[str, Any]], store: Store, owner: str) -> None:
+    """Put `result` back into stored items that keep their image in the files store (in place). A file gone
+    meanwhile (deleted through the Files API, expired) leaves `result` null. Needs only the store: a response
+    stored while an images server was configured reads back whole after it no longer is."""
+    for item in items:
+        file_id = item.get("result_file_id")
+        if item.get("type") != "image_generation_call" or not isinstance(file_id, str) or item.get("result"):
+            continue
+        data = await load(store, owner, file_id, 1 << 40)
+        item["result"] = base64.b64encode(data).decode() if data is not None else None

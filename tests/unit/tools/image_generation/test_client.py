@@ -15,18 +15,6 @@ from tests.support import pngs
 from tests.support.fake_images import FakeImages, color_of
 
 
-@pytest.fixture(scope="module")
-def _server():
-    with FakeImages() as server:
-        yield server
-
-
-@pytest.fixture
-def images(_server):
-    _server.reset()
-    return _server
-
-
 def run(client: ImagesClient, ask: Ask) -> list[Partial | Made]:
     async def go() -> list[Partial | Made]:
         try:

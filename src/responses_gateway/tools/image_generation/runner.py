@@ -1,0 +1,197 @@
+"""One response's image_generation calls, in the tool loop (tools/loop.py).
+
+A call streams as OpenAI's do: `output_item.added` ({id: "ig_…", type, status: "in_progress"}), then
+`response.image_generation_call.in_progress`; running it sends `.generating`, each partial image the images
+server streams as `.partial_image` (`partial_image_b64`, `partial_image_index` from 0, and the size, quality,
+format and background), then `.completed` and `output_item.done` with the item whole: `result` (the image,
+base64), `revised_prompt`, and the `size`, `quality`, `output_format`, `background` and `action` used.
+
+Which image a call edits is history.choose's decision (the latest image, one the model names, or the images the
+user gave in this turn); editing goes through the images server's /images/edits with those images and the
+declaration's `input_image_mask`. The images this response makes are remembered, so the model can draw and then
+change its own picture within one response.
+
+A call that cannot be made — arguments the model got wrong, no image to edit, an image that cannot be read, the
+images server refusing (its reason), down, slower than --image-generation-timeout, or an image larger than
+--image-generation-max-bytes — is a `failed` item whose `error` the model reads on its next step; never a failed
+response. Nothing of a failed call is kept.
+
+A stored response keeps the image in the files store (storage.py): the item keeps `result_file_id`, and the
+store's copy of the item drops `result` (the kit's `stored`); reads put it back (the kit's `restore`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from typing import Any, TypeVar
+
+from ...generation import ToolCallStart
+from ...ids import new_id
+from ...protocol.tools import ToolSet
+from ..frame import Annotator, Calls, Context, Declared, Events, Item, OpenItem, Spec
+from .client import Ask, ImagesError, Made, Partial
+from .function import parse_arguments
+from .history import ITEM, NoImage, Source, choose, images_in, this_turn
+from .options import Options
+from .pictures import BadImage, Picture, picture, size_of
+from .service import ImageGeneration
+
+T = TypeVar("T")
+EVENT = "response.image_generation_call."
+KEEP_SLACK = 30.0  # seconds the loop allows beyond --image-generation-timeout: reading sources, keeping the image
+
+
+class Expired(Exception):
+    """The call's deadline passed."""
+
+
+class ImageRunner:
+    def __init__(self, declared: Sequence[Declared], context: Context[ImageGeneration]):
+        self.options: Options = declared[0].config  # (check: one image_generation tool per request)
+        self.service = context.service
+        self.owner = context.owner
+        self.timeout = self.service.limits.timeout + KEEP_SLACK  # the loop's deadline; ours fires first
+        self.history = images_in(context.history)
+        self.turn = this_turn(context.history)
+        self.keeps = self.service.store is not None and context.request.store is not False
+        self.made: list[Source] = []  # images made earlier in this response, newest last
+
+    async def prelude(self, calls: Calls, tools: ToolSet) -> AsyncIterator[Events]:
+        return
+        yield
+
+    def item(self, start: ToolCallStart) -> Item:
+        return {"id": new_id("ig"), "type": ITEM, "status": "in_progress"}
+
+    def added(self, call: OpenItem) -> list[Spec]:
+        return [(EVENT + "in_progress", {})]
+
+    def delta(self, call: OpenItem, text: str) -> list[Spec]:
+        return []  # the arguments are the gateway's business: the item shows the prompt as used when done
+
+    def complete(self, call: OpenItem) -> tuple[list[Spec], bool]:
+        return [], True
+
+    async def run(self, call: OpenItem, calls: Calls) -> AsyncIterator[Events]:
+        deadline = asyncio.get_running_loop().time() + self.service.limits.timeout
+        try:
+            args = parse_arguments(call.arguments)
+        except ValueError as exc:
+            yield calls.fail_call(call, str(exc))
+            return
+        yield calls.call_events(call, [(EVENT + "generating", {})])
+        item = call.item
+        try:
+            sources = choose(args, self.options.action, self.history, self.turn, self.made,
+                             masked=self.options.mask is not None)
+            edited = [await self._within(deadline, self.service.source(self.owner, s)) for s in sources or ()]
+            mask = None
+            if sources and self.options.mask is not None:
+                mask = await self._within(deadline, self.service.mask(self.owner, self.options.mask))
+            ask = Ask(args.prompt, self._fields(edit=bool(sources)), self.options.partials, tuple(edited), mask)
+            made: Made | None = None
+            sent = 0
+            async for got in self._answers(deadline, ask):
+                if isinstance(got, Partial):
+                    if sent < self.options.partials:  # (a server sending more than asked: the rest dropped)
+                        fields = {"partial_image_b64": got.b64, "partial_image_index": sent, **got.meta}
+                        sent += 1
+                        yield calls.call_events(call, [(EVENT + "partial_image", fields)])
+                else:
+                    made = got
+            if made is None:
+                raise ImagesError("The images server answered without an image.", code="images_server_error")
+            result, image = await asyncio.to_thread(_decoded, made.b64)
+            item.update(self._echo(made, image, bool(sources)), revised_prompt=made.revised_prompt or args.prompt)
+            if sources and sources[0].id:
+                item["edited"] = sources[0].id
+            if self.keeps:
+                item["result_file_id"] = await self._within(
+                    deadline + KEEP_SLACK / 2, self.service.keep(self.owner, call.id, image))
+            item["result"] = result
+        except ImagesError as exc:
+            item["error"] = exc.error()
+            yield calls.fail_call(call, exc.message)
+            return
+        except (NoImage, BadImage) as exc:
+            yield calls.fail_call(call, str(exc))
+            return
+        except Expired:
+            yield calls.fail_call(call, f"The images server did not answer within {self.service.limits.timeout:g} "
+                                        "seconds (--image-generation-timeout).")
+            return
+        self.made.append(Source(id=call.id, result=result))
+        yield calls.end_call(call, "completed", [(EVENT + "completed", {})])
+
+    def failed(self, call: OpenItem, message: str) -> tuple[str | None, list[Spec]]:
+        item = call.item
+        for key in ("result_file_id", "edited"):
+            item.pop(key, None)  # nothing of a failed call is kept
+        item["result"] = None
+        item.setdefault("error", {"type": "image_generation_error", "code": None, "message": message, "param": None})
+        return "failed", []
+
+    def annotator(self) -> Annotator | None:
+        return None
+
+    async def aclose(self) -> None:
+        pass
+
+    # -- helpers ---------------------------------------------------------------------------------------------
+
+    def _fields(self, edit: bool) -> dict[str, Any]:
+        fields = self.options.asked(edit)
+        model = self.options.model or self.service.model
+        return {"model": model, **fields} if model else fields
+
+    def _echo(self, made: Made, image: Picture, edit: bool) -> dict[str, Any]:
+        """The fields OpenAI's item carries: what the server said it used, else what the image itself is, else
+        what was asked."""
+        asked = self.options.given
+        return {
+            "action": "edit" if edit else "generate",
+            "background": made.meta.get("background") or asked.get("background") or "auto",
+            "output_format": made.meta.get("output_format") or image.format,
+            "quality": made.meta.get("quality") or asked.get("quality") or "auto",
+            "size": made.meta.get("size") or size_of(image.data) or asked.get("size") or "auto",
+        }
+
+    async def _answers(self, deadline: float, ask: Ask) -> AsyncIterator[Partial | Made]:
+        """The images server's answers, each awaited within the call's deadline (never across a yield)."""
+        answers = self.service.client.run(ask)
+        try:
+            while True:
+                try:
+                    got = await self._within(deadline, anext(answers))
+                except StopAsyncIteration:
+                    return
+                yield got
+        finally:
+            await answers.aclose()
+
+    @staticmethod
+    async def _within(deadline: float, awaitable: Awaitable[T]) -> T:
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await awaitable
+        except TimeoutError:
+            raise Expired() from None
+
+
+def _decoded(b64: str) -> tuple[str, Picture]:
+    """(the base64 to send, the image): in a worker thread, a megabyte of base64 is a millisecond of work."""
+    try:
+        data = base64.b64decode(b64, validate=True)
+    except (binascii.Error, ValueError):
+        try:  # line breaks, or the URL-safe alphabet: read leniently, sent clean
+            data = base64.urlsafe_b64decode("".join(b64.split()).replace("+", "-").replace("/", "_"))
+        except (binascii.Error, ValueError):
+            raise ImagesError("The images server's image is not valid base64.", code="images_server_error") from None
+        b64 = base64.b64encode(data).decode()
+    try:
+        return b64, picture(data, "the images server's answer")
+    except BadImage as exc:
+        raise ImagesError(str(exc), code="images_server_error") from None
