@@ -392,3 +392,53 @@ def test_without_an_images_server_the_tool_is_a_hosted_tool_the_gateway_cannot_r
         resp = client.post("/v1/responses", json={"model": "m", "input": "x", "tools": [DRAW]})
     assert resp.status_code == 400
     assert "--image-generation" in resp.json()["error"]["message"]
+
+
+def test_fields_go_where_the_images_api_takes_them_and_refused_ones_are_dropped(http, upstream, images):
+    images.accepts_response_format = False  # as OpenAI's GPT image models
+    tool = {**DRAW, "moderation": "low", "input_fidelity": "high", "quality": "high", "model": "gpt-image-1"}
+    upstream.enqueue(draw("a bell"), text_stream(["ok"]))
+    result = stream(http, {"model": "m", "input": "x", "tools": [tool]})
+    assert result.response["output"][0]["status"] == "completed"
+    first, again = images.requests("/generations")
+    assert first.fields == {"prompt": "a bell", "model": "gpt-image-1", "quality": "high", "moderation": "low",
+                            "response_format": "b64_json"}
+    assert again.fields == {"prompt": "a bell", "model": "gpt-image-1", "quality": "high", "moderation": "low"}
+    upstream.enqueue(draw("a bell again", edit="latest"), text_stream(["ok"]))
+    result = stream(http, {"model": "m", "tools": [tool], "input": [
+        *result.response["output"], {"role": "user", "content": "Again, edited."}]})
+    assert result.response["output"][0]["status"] == "completed"
+    edits = images.requests("/edits")
+    assert [e.fields for e in edits][0] == {"prompt": "a bell again", "model": "gpt-image-1", "quality": "high",
+                                            "input_fidelity": "high", "response_format": "b64_json"}
+
+
+def test_images_the_user_gives_are_hostile_until_checked(http, upstream, images, ig_gateway):
+    def turn(image_part: dict) -> dict:
+        upstream.enqueue(draw("use it"), text_stream(["ok"]))
+        result = stream(http, {"model": "m", "tools": [DRAW], "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "Use my image."}, image_part]}]})
+        return result.response["output"][0]
+
+    call = turn({"type": "input_image", "image_url": "http://127.0.0.1:9/secret.png"})
+    assert call["status"] == "failed" and "loopback" in call["error"]["message"]
+    call = turn({"type": "input_image", "image_url": "data:image/png;base64,"
+                 + base64.b64encode(b"%PDF-1.7 not an image").decode()})
+    assert call["status"] == "failed" and "not a PNG, JPEG, WebP or GIF" in call["error"]["message"]
+    big = pngs.noise(2_500_000)
+    call = turn({"type": "input_image", "image_url": "data:image/png;base64," + base64.b64encode(big).decode()})
+    assert call["status"] == "failed" and "--image-generation-max-bytes" in call["error"]["message"]
+    assert images.requests() == []  # nothing reached the images server
+    # a mask as a file of the Files API: the caller's own, read from the files store
+    photo, mask = pngs.draw(24, 24, (1, 99, 7)), pngs.mask(24, 24)
+    uploaded = http.post("/v1/files", files={"file": ("mask.png", mask, "image/png")},
+                         data={"purpose": "vision"}).json()
+    photo_url = "data:image/png;base64," + base64.b64encode(photo).decode()
+    for file_id, status in ((uploaded["id"], "completed"), ("file_not_mine", "failed")):
+        upstream.enqueue(draw("use it"), text_stream(["ok"]))
+        result = stream(http, {"model": "m", "tools": [{**DRAW, "input_image_mask": {"file_id": file_id}}], "input": [
+            {"role": "user", "content": [{"type": "input_image", "image_url": photo_url}]}]})
+        call = result.response["output"][0]
+        assert call["status"] == status
+    assert [(u.name, u.data) for u in images.requests("/edits")[0].files] == [("image", photo), ("mask", mask)]
+    assert "does not exist" in call["error"]["message"]
