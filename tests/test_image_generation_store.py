@@ -91,3 +91,20 @@ def test_in_a_conversation(backend, start_gateway, upstream, images):
         assert all("result_file_id" not in c and "edited" not in c for c in calls)
         one = http.get(f"/v1/conversations/{conversation}/items/{calls[0]['id']}").json()
         assert one == calls[0]
+
+
+def test_a_files_store_that_refuses_loses_nothing(backend, start_gateway, upstream, images):
+    """The image cannot be kept apart (the files table refuses it): the call still completes, and the response is
+    stored with the image inline, whole."""
+    gw = start_gateway(image_generation_url=images.base_url)
+    with backend.refusing("rg_files"), httpx.Client(base_url=gw.url, timeout=30) as http:
+        upstream.enqueue(draw("a stubborn owl"), text_stream(["An owl."]))
+        done = http.post("/v1/responses", json={"model": "m", "input": "Draw an owl.", "tools": [DRAW]}).json()
+    call = done["output"][0]
+    assert call["status"] == "completed" and pngs.read(result_of(call)).at(0, 0) == color_of("a stubborn owl")
+    (row,) = backend.query("SELECT body FROM items WHERE id = ?", call["id"])
+    stored = json.loads(row[0])
+    assert stored["result"] == call["result"] and "result_file_id" not in stored
+    assert not any(call["id"] in body for (body,) in backend.query("SELECT body FROM rg_files"))
+    with httpx.Client(base_url=gw.url, timeout=30) as http:
+        assert http.get(f"/v1/responses/{done['id']}").json()["output"][0] == call

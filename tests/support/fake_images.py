@@ -23,7 +23,7 @@ streaming: it ignores `stream` and answers JSON), `accepts_response_format = Fal
 `response_format` is an unknown parameter), `sizes` / `formats` (what it accepts, else OpenAI's 400 naming the
 param), `delay` (seconds before answering), `image_bytes` (results are noise PNGs of about that size),
 `revise` (a revised_prompt comes back, as DALL·E 3 did), `drop_after_partial` (the connection is cut after the
-first partial). Every request is recorded (`seen`).
+first partial). Every request is recorded (`seen`), and when each answer was written whole (`sent_at`).
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ class FakeImages:
         self.drop_after_partial = False
         self.stored: dict[str, bytes] = {}
         self.answered = 0
+        self.sent_at: list[float] = []  # when each answer was written whole (perf_counter, this process)
         with self._lock:
             self.seen.clear()
 
@@ -298,8 +299,12 @@ class FakeImages:
             data = {"b64_json": base64.b64encode(picture).decode()}
         if self.revise:
             data["revised_prompt"] = f"A detailed picture: {body['prompt']}"
-        return web.Response(body=orjson.dumps({"created": int(time.time()), **meta, "data": [data], "usage": usage}),
+        resp = web.Response(body=orjson.dumps({"created": int(time.time()), **meta, "data": [data], "usage": usage}),
                             content_type="application/json")
+        await resp.prepare(request)
+        await resp.write_eof()
+        self.sent_at.append(time.perf_counter())  # the answer handed to the socket whole (bench/image_generation.py)
+        return resp
 
     async def _stream(self, request: web.Request, body: dict[str, Any], picture: bytes, kind: str,
                       meta: dict[str, Any], usage: dict[str, Any]) -> web.StreamResponse:
@@ -322,6 +327,7 @@ class FakeImages:
                 "created_at": int(time.time()), **meta, "usage": usage}
         await resp.write(b"event: %s.completed\ndata: %s\n\n" % (kind.encode(), orjson.dumps(done)))
         await resp.write_eof()
+        self.sent_at.append(time.perf_counter())
         return resp
 
 

@@ -21,7 +21,6 @@ gateway's own (net/http1.py): keep-alive connections to the images server are po
 
 from __future__ import annotations
 
-import base64
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from ... import causes
 from ...net import http1
 from ...net.urls import safe_url
 from ...sse import SSEDecoder
-from . import multipart
+from . import b64, multipart
 from .fetch import FetchError, fetch_image
 from .pictures import Picture, decoded_length
 
@@ -176,9 +175,9 @@ class ImagesClient:
                 event = orjson_object(data, "event")
                 kind = str(event.get("type") or "")
                 if kind.endswith(".partial_image"):
-                    b64 = event.get("b64_json")
-                    if isinstance(b64, str):
-                        yield Partial(int(event.get("partial_image_index") or 0), b64, _meta(event))
+                    text = event.get("b64_json")
+                    if isinstance(text, str):
+                        yield Partial(int(event.get("partial_image_index") or 0), text, _meta(event))
                 elif kind.endswith(".completed"):
                     yield await self._made({"data": [event], **{k: event.get(k) for k in META}})
                     return
@@ -194,25 +193,25 @@ class ImagesClient:
             raise ImagesError("The images server answered without an image.", code="images_server_error")
         meta = _meta(answer)
         revised = first.get("revised_prompt") if isinstance(first.get("revised_prompt"), str) else None
-        b64 = first.get("b64_json")
-        if isinstance(b64, str) and b64:
-            if decoded_length(b64) > self.max_bytes:
+        text = first.get("b64_json")
+        if isinstance(text, str) and text:
+            if decoded_length(text) > self.max_bytes:
                 raise too_large(self.max_bytes)
-            return Made(b64, revised, meta)
+            return Made(text, revised, meta)
         url = first.get("url")
         if not isinstance(url, str) or not url:
             raise ImagesError("The images server answered without an image.", code="images_server_error")
         if url.startswith("data:"):
-            b64 = url.partition(",")[2]
-            if decoded_length(b64) > self.max_bytes:
+            text = url.partition(",")[2]
+            if decoded_length(text) > self.max_bytes:
                 raise too_large(self.max_bytes)
-            return Made(b64, revised, meta)
+            return Made(text, revised, meta)
         try:
             image = await fetch_image(url, allow_hosts=self.allow_hosts, max_bytes=self.max_bytes,
                                       what="the image URL the images server answered")
         except FetchError as exc:
             raise ImagesError(str(exc), code="image_fetch_failed") from None
-        return Made(base64.b64encode(image).decode(), revised, meta)
+        return Made(b64.encode(image), revised, meta)
 
 
 def _meta(answer: dict[str, Any]) -> dict[str, str]:

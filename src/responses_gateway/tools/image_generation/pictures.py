@@ -1,5 +1,5 @@
 """Image bytes as the tool meets them: what format they are (from their first bytes, never from what a sender
-claims), how large they are in pixels, and the data URLs and base64 they arrive in.
+claims), how large they are in pixels, and the data URLs and base64 they arrive in (b64.py decodes).
 
 The item's echoed `size` and `output_format` are read from the image itself when the images server does not
 say them: a PNG's IHDR, a JPEG's first start-of-frame, a WebP's VP8/VP8L/VP8X header. Nothing here decodes
@@ -8,8 +8,6 @@ pixels; each function reads a few dozen bytes (a JPEG's markers are walked, each
 
 from __future__ import annotations
 
-import base64
-import binascii
 import struct
 from dataclasses import dataclass
 
@@ -111,22 +109,15 @@ def size_of(data: bytes) -> str | None:
     return f"{found[0]}x{found[1]}" if found else None
 
 
-def decode_base64(text: str, what: str = "the image") -> bytes:
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raise BadImage(f"{what} is not valid base64") from None
-
-
 def decoded_length(text: str) -> int:
     """The bytes a base64 text decodes to, without decoding it (for limits checked before the work)."""
     padding = text.count("=", max(0, len(text) - 2))
     return len(text) * 3 // 4 - padding
 
 
-def from_data_url(url: str, what: str = "the image") -> bytes:
-    """A `data:image/...;base64,...` URL's bytes."""
+def data_url_payload(url: str, what: str = "the image") -> str:
+    """The base64 of a `data:image/...;base64,...` URL."""
     head, sep, payload = url.partition(",")
     if not sep or not head.startswith("data:") or not head.endswith(";base64"):
         raise BadImage(f"{what} is not a base64 data URL (data:image/png;base64,...)")
-    return decode_base64(payload, what)
+    return payload

@@ -23,8 +23,7 @@ store's copy of the item drops `result` (the kit's `stored`); reads put it back 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
+import logging
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, TypeVar
 
@@ -32,6 +31,7 @@ from ...generation import ToolCallStart
 from ...ids import new_id
 from ...protocol.tools import ToolSet
 from ..frame import Annotator, Calls, Context, Declared, Events, Item, OpenItem, Spec
+from . import b64
 from .client import Ask, ImagesError, Made, Partial
 from .function import parse_arguments
 from .history import ITEM, NoImage, Source, choose, images_in, this_turn
@@ -40,7 +40,9 @@ from .pictures import BadImage, Picture, picture, size_of
 from .service import ImageGeneration
 
 T = TypeVar("T")
+log = logging.getLogger("responses_gateway.image_generation")
 EVENT = "response.image_generation_call."
+HEAD_CHARS = 64 * 1024  # base64 read for the format and size (a JPEG's frame header may follow its metadata)
 KEEP_SLACK = 30.0  # seconds the loop allows beyond --image-generation-timeout: reading sources, keeping the image
 
 
@@ -84,6 +86,7 @@ class ImageRunner:
             return
         yield calls.call_events(call, [(EVENT + "generating", {})])
         item = call.item
+        keeping: asyncio.Task[None] | None = None
         try:
             sources = choose(args, self.options.action, self.history, self.turn, self.made,
                              masked=self.options.mask is not None)
@@ -104,14 +107,13 @@ class ImageRunner:
                     made = got
             if made is None:
                 raise ImagesError("The images server answered without an image.", code="images_server_error")
-            result, image = await asyncio.to_thread(_decoded, made.b64)
-            item.update(self._echo(made, image, bool(sources)), revised_prompt=made.revised_prompt or args.prompt)
+            result, head = _head(made.b64)
+            item.update(self._echo(made, head, bool(sources)), revised_prompt=made.revised_prompt or args.prompt)
             if sources and sources[0].id:
                 item["edited"] = sources[0].id
-            if self.keeps:
-                item["result_file_id"] = await self._within(
-                    deadline + KEEP_SLACK / 2, self.service.keep(self.owner, call.id, image))
             item["result"] = result
+            if self.keeps:  # written while the client receives the image
+                keeping = asyncio.ensure_future(self._keep(call, result, head.format))
         except ImagesError as exc:
             item["error"] = exc.error()
             yield calls.fail_call(call, exc.message)
@@ -124,7 +126,13 @@ class ImageRunner:
                                         "seconds (--image-generation-timeout).")
             return
         self.made.append(Source(id=call.id, result=result))
-        yield calls.end_call(call, "completed", [(EVENT + "completed", {})])
+        try:
+            yield calls.end_call(call, "completed", [(EVENT + "completed", {})])
+            if keeping is not None:
+                await keeping  # kept before the model's next step, long before the response is stored
+        finally:
+            if keeping is not None and not keeping.done():
+                keeping.cancel()  # the response ended meanwhile: the image is stored inline, if at all
 
     def failed(self, call: OpenItem, message: str) -> tuple[str | None, list[Spec]]:
         item = call.item
@@ -142,21 +150,32 @@ class ImageRunner:
 
     # -- helpers ---------------------------------------------------------------------------------------------
 
+    async def _keep(self, call: OpenItem, result: str, kind: str) -> None:
+        """The image kept in the files store: the stored item then names its file instead of carrying it. A store
+        that fails here loses nothing: the item is stored with its image inline."""
+        try:
+            data = await b64.decode_in_turns(result)
+            async with asyncio.timeout(KEEP_SLACK):
+                call.item["result_file_id"] = await self.service.keep(self.owner, call.id, Picture(data, kind))
+        except Exception as exc:  # (TimeoutError included)
+            log.warning("image_generation: %s was not kept in the files store (%s); it is stored inline", call.id,
+                        type(exc).__name__)
+
     def _fields(self, edit: bool) -> dict[str, Any]:
         fields = self.options.asked(edit)
         model = self.options.model or self.service.model
         return {"model": model, **fields} if model else fields
 
-    def _echo(self, made: Made, image: Picture, edit: bool) -> dict[str, Any]:
+    def _echo(self, made: Made, head: Picture, edit: bool) -> dict[str, Any]:
         """The fields OpenAI's item carries: what the server said it used, else what the image itself is, else
         what was asked."""
         asked = self.options.given
         return {
             "action": "edit" if edit else "generate",
             "background": made.meta.get("background") or asked.get("background") or "auto",
-            "output_format": made.meta.get("output_format") or image.format,
+            "output_format": made.meta.get("output_format") or head.format,
             "quality": made.meta.get("quality") or asked.get("quality") or "auto",
-            "size": made.meta.get("size") or size_of(image.data) or asked.get("size") or "auto",
+            "size": made.meta.get("size") or size_of(head.data) or asked.get("size") or "auto",
         }
 
     async def _answers(self, deadline: float, ask: Ask) -> AsyncIterator[Partial | Made]:
@@ -181,17 +200,16 @@ class ImageRunner:
             raise Expired() from None
 
 
-def _decoded(b64: str) -> tuple[str, Picture]:
-    """(the base64 to send, the image): in a worker thread, a megabyte of base64 is a millisecond of work."""
+def _head(text: str) -> tuple[str, Picture]:
+    """(the base64 to send, the image's first bytes): enough to know its format and size, and that it is an
+    image, without decoding megabytes. Line breaks and the URL-safe alphabet are made standard (a few C scans)."""
+    if "\n" in text or "\r" in text or " " in text or "-" in text or "_" in text:
+        text = "".join(text.split()).replace("-", "+").replace("_", "/")
     try:
-        data = base64.b64decode(b64, validate=True)
-    except (binascii.Error, ValueError):
-        try:  # line breaks, or the URL-safe alphabet: read leniently, sent clean
-            data = base64.urlsafe_b64decode("".join(b64.split()).replace("+", "-").replace("/", "_"))
-        except (binascii.Error, ValueError):
-            raise ImagesError("The images server's image is not valid base64.", code="images_server_error") from None
-        b64 = base64.b64encode(data).decode()
+        head = b64.decode(text[:HEAD_CHARS], validate=True)
+    except b64.Error:
+        raise ImagesError("The images server's image is not valid base64.", code="images_server_error") from None
     try:
-        return b64, picture(data, "the images server's answer")
+        return text, picture(head, "the images server's answer")
     except BadImage as exc:
         raise ImagesError(str(exc), code="images_server_error") from None

@@ -13,12 +13,12 @@ import logging
 from dataclasses import dataclass
 
 from ...store import Store
-from . import storage
+from . import b64, storage
 from .client import ImagesClient
 from .fetch import FetchError, fetch_image
 from .history import Source
 from .options import Mask
-from .pictures import BadImage, Picture, decode_base64, decoded_length, from_data_url, picture
+from .pictures import BadImage, Picture, data_url_payload, decoded_length, picture
 
 log = logging.getLogger("responses_gateway.image_generation")
 
@@ -49,8 +49,7 @@ class ImageGeneration:
         """The bytes of an image a call edits (or of its mask). BadImage says why it cannot be used."""
         what = what or (f"image {source.id}" if source.id else "the user's image")
         if source.result:
-            self._bounded(decoded_length(source.result), what)
-            return picture(decode_base64(source.result, what), what)
+            return await self.decoded(source.result, what)
         if source.image_url:
             return await self.url(source.image_url, what)
         if source.file_id:
@@ -62,13 +61,21 @@ class ImageGeneration:
 
     async def url(self, url: str, what: str) -> Picture:
         if url.startswith("data:"):
-            self._bounded(decoded_length(url.partition(",")[2]), what)
-            return picture(from_data_url(url, what), what)
+            return await self.decoded(data_url_payload(url, what), what)
         try:
             data = await fetch_image(url, allow_hosts=self.limits.allow_hosts, max_bytes=self.limits.max_bytes,
                                      what=what)
         except FetchError as exc:
             raise BadImage(str(exc)) from None
+        return picture(data, what)
+
+    async def decoded(self, text: str, what: str) -> Picture:
+        """Base64 from a result or a data URL: bounded before any work, checked, decoded in turns (b64.py)."""
+        self._bounded(decoded_length(text), what)
+        try:
+            data = await b64.decode_in_turns(text, validate=True)
+        except b64.Error:
+            raise BadImage(f"{what} is not valid base64") from None
         return picture(data, what)
 
     async def keep(self, owner: str, item_id: str, image: Picture) -> str:

@@ -12,7 +12,6 @@ The bytes go first and the row last (as an upload): an item never names a file w
 
 from __future__ import annotations
 
-import base64
 import io
 import time
 from collections.abc import Iterable
@@ -20,6 +19,7 @@ from typing import Any
 
 from ...ids import new_id
 from ...store import Store
+from . import b64
 from .pictures import BadImage, Picture
 
 PURPOSE = "assistants_output"
@@ -60,4 +60,4 @@ async def restore(items: Iterable[dict[str, Any]], store: Store, owner: str) -> 
         if item.get("type") != "image_generation_call" or not isinstance(file_id, str) or item.get("result"):
             continue
         data = await load(store, owner, file_id, 1 << 40)
-        item["result"] = base64.b64encode(data).decode() if data is not None else None
+        item["result"] = b64.encode(data) if data is not None else None

@@ -3,6 +3,7 @@ the model is shown of them, which one a call edits), and reading image headers."
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 
@@ -165,9 +166,22 @@ def test_formats_and_sizes_are_read_from_the_bytes():
 def test_data_urls_and_base64():
     png = pngs.draw(4, 4)
     encoded = base64.b64encode(png).decode()
-    assert pictures.from_data_url(f"data:image/png;base64,{encoded}") == png
+    assert pictures.data_url_payload(f"data:image/png;base64,{encoded}") == encoded
     assert pictures.decoded_length(encoded) == len(png)
     with pytest.raises(pictures.BadImage):
-        pictures.from_data_url("https://example.com/a.png")
-    with pytest.raises(pictures.BadImage):
-        pictures.decode_base64("not base64!")
+        pictures.data_url_payload("https://example.com/a.png")
+
+
+def test_base64_is_the_same_with_pybase64_and_without(monkeypatch):
+    from responses_gateway.tools.image_generation import b64
+
+    png = pngs.noise(5000)
+    fast = (b64.encode(png), b64.decode(base64.b64encode(png)))
+    monkeypatch.setattr(b64, "_fast", None)
+    monkeypatch.setattr(b64, "FAST", False)
+    monkeypatch.setattr(b64, "SLICE", 1024)  # several slices, decoded in turns
+    text = base64.b64encode(png).decode()
+    assert (b64.encode(png), b64.decode(text)) == fast == (text, png)
+    assert asyncio.run(b64.decode_in_turns(text, validate=True)) == png
+    with pytest.raises(b64.Error):
+        asyncio.run(b64.decode_in_turns("not base64!" * 200, validate=True))
