@@ -442,3 +442,69 @@ def test_images_the_user_gives_are_hostile_until_checked(http, upstream, images,
         assert call["status"] == status
     assert [(u.name, u.data) for u in images.requests("/edits")[0].files] == [("image", photo), ("mask", mask)]
     assert "does not exist" in call["error"]["message"]
+
+
+def over(transport: str, gw, http, body: dict) -> dict:
+    """One request over `transport`: the final response, or {"error": ...} when it was refused before it started."""
+    if transport == "http":
+        resp = http.post("/v1/responses", json=body)
+        return resp.json() if resp.status_code == 200 else {"status_code": resp.status_code, **resp.json()}
+    if transport == "background":
+        resp = http.post("/v1/responses", json={**body, "background": True})
+        if resp.status_code != 200:
+            return {"status_code": resp.status_code, **resp.json()}
+        rid, deadline = resp.json()["id"], time.monotonic() + 30
+        while (done := http.get(f"/v1/responses/{rid}").json())["status"] in ("queued", "in_progress"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        return done
+    from websockets.sync.client import connect
+
+    with connect(gw.url.replace("http://", "ws://", 1) + "/v1/responses", max_size=None) as ws:
+        ws.send(json.dumps({"type": "response.create", **body}))
+        while True:
+            event = json.loads(ws.recv(timeout=60))
+            if event["type"] == "error":
+                return {"status_code": event.get("status"), "error": event["error"]}
+            if event["type"] in ("response.completed", "response.failed", "response.incomplete"):
+                return event["response"]
+
+
+@pytest.mark.parametrize("transport", ["http", "websocket", "background"])
+def test_the_limits_hold_over_every_transport(transport, ig_gateway, http, upstream, images):
+    images.image_bytes = 2_500_000  # over the gateway's --image-generation-max-bytes (2 MB here)
+    upstream.enqueue(draw("too big"), text_stream(["Too big."]))
+    done = over(transport, ig_gateway, http, {"model": "m", "input": "x", "tools": [DRAW]})
+    assert done["status"] == "completed"
+    call = done["output"][0]
+    assert call["status"] == "failed" and call["error"]["code"] == "image_too_large" and call["result"] is None
+    images.image_bytes = None
+
+    upstream.enqueue(draw("from my link"), text_stream(["Refused."]))
+    done = over(transport, ig_gateway, http, {"model": "m", "tools": [DRAW], "input": [
+        {"role": "user", "content": [{"type": "input_image", "image_url": "http://10.0.0.7/cat.png"}]}]})
+    assert done["output"][0]["status"] == "failed" and "private" in done["output"][0]["error"]["message"]
+    assert len(images.requests()) == 1  # the first call's: the refused image never reached the images server
+
+    refused = over(transport, ig_gateway, http, {"model": "m", "input": "x", "tools": [
+        {**DRAW, "input_image_mask": {"image_url": "data:image/png;base64,AAAA"}}]})
+    assert refused["status_code"] == 400 and refused["error"]["param"] == "tools[0].input_image_mask"
+
+
+def test_the_images_servers_key_is_sent_and_never_shown(_upstream_server, upstream, images, tmp_path, caplog):
+    images.api_key = "sk-images-secret-1234"
+    settings = Settings(upstream_url=_upstream_server.base_url, db=str(tmp_path / "db.sqlite"),
+                        groups=(image_settings(images, image_generation_api_key="sk-images-secret-1234"),))
+    caplog.set_level("DEBUG")
+    with GatewayServer(settings) as gw, httpx.Client(base_url=gw.url, timeout=30) as client:
+        upstream.enqueue(draw("a key"), text_stream(["ok"]))
+        raw = client.post("/v1/responses", json={"model": "m", "input": "x", "tools": [DRAW], "stream": True}).text
+        assert '"status":"completed"' in raw.replace(" ", "")
+    assert images.requests()[0].headers["authorization"] == "Bearer sk-images-secret-1234"
+    assert "sk-images-secret-1234" not in raw + caplog.text
+    images.api_key = "another-key"  # a key the server refuses: the model reads the refusal, never the key
+    with GatewayServer(settings) as gw, httpx.Client(base_url=gw.url, timeout=30) as client:
+        upstream.enqueue(draw("a key"), text_stream(["ok"]))
+        done = client.post("/v1/responses", json={"model": "m", "input": "x", "tools": [DRAW]}).json()
+    assert done["output"][0]["error"]["code"] == "invalid_api_key"
+    assert "sk-images-secret-1234" not in json.dumps(done) + json.dumps(upstream.requests[-1].body) + caplog.text
