@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from ...net.pinning import pinned_transport
 from ...net.urls import check_url, safe_url
 
 ALLOW_FLAG = "--image-generation-allow-hosts"
@@ -39,6 +38,8 @@ async def fetch_image(url: str, *, allow_hosts: tuple[str, ...], max_bytes: int,
         address = await check_url(url, allow_hosts, what=what, allow_flag=ALLOW_FLAG)
     except ValueError as exc:
         raise FetchError(str(exc)) from None
+    from ...net.pinning import pinned_transport  # (it imports the MCP SDK: only when an image URL is fetched)
+
     client = httpx2.AsyncClient(transport=pinned_transport(parts.hostname, address), follow_redirects=False,
                                 trust_env=False, timeout=None, headers={"user-agent": USER_AGENT, "accept": "image/*"})
     try:

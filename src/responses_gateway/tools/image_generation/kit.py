@@ -93,11 +93,11 @@ async def restore(items: list[Item], store: Store, owner: str) -> None:
 
 
 async def serve(start: Start[ImageGenerationSettings]) -> ImageGeneration | Unavailable:
-    from .service import ImageGeneration, Limits
-
     group = start.group
     if not group.image_generation_url:
         return Unavailable(HOW)
+    from .service import ImageGeneration, Limits  # the images server's client: only where one is configured
+
     allow = tuple(h.strip() for h in (group.image_generation_allow_hosts or "").split(",") if h.strip())
     limits = Limits(group.image_generation_timeout, group.image_generation_max_bytes, allow)
     service = ImageGeneration(group.image_generation_url, group.image_generation_api_key, group.image_generation_model,
