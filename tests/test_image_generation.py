@@ -260,6 +260,7 @@ def test_a_faulty_images_server(_upstream_server, upstream, images, tmp_path):
         call = result.response["output"][0]
         assert call["status"] == "failed"
         assert "did not answer within 1 seconds (--image-generation-timeout)" in call["error"]["message"]
+        assert call["error"]["code"] == "images_server_timeout"
         assert result.types.count("response.completed") == 1
         images.delay = 0.0
 

@@ -122,8 +122,10 @@ class ImageRunner:
             yield calls.fail_call(call, str(exc))
             return
         except Expired:
-            yield calls.fail_call(call, f"The images server did not answer within {self.service.limits.timeout:g} "
-                                        "seconds (--image-generation-timeout).")
+            late = ImagesError(f"The images server did not answer within {self.service.limits.timeout:g} seconds "
+                               "(--image-generation-timeout).", code="images_server_timeout")
+            item["error"] = late.error()
+            yield calls.fail_call(call, late.message)
             return
         self.made.append(Source(id=call.id, result=result))
         try:
