@@ -142,6 +142,8 @@ class ImagesClient:
                         if dropped in ("stream", "partial_images"):
                             self.refused |= {(ask.path, "stream"), (ask.path, "partial_images")}
                         continue
+                    if resp.status == 404:  # a base URL without /v1, or a server that cannot edit
+                        error.message = f"The images server has no {ask.path} (HTTP 404: {error.message})"
                     raise error
                 if resp.content_type == "text/event-stream":
                     async for got in self._events(resp):

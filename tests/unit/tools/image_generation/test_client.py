@@ -146,3 +146,9 @@ def test_a_server_that_is_down_is_unreachable():
     with pytest.raises(ImagesError) as caught:
         run(client, Ask("x"))
     assert caught.value.code == "images_server_unreachable" and "connection refused" in caught.value.message
+
+
+def test_a_missing_endpoint_says_which(images):
+    with pytest.raises(ImagesError) as caught:
+        run(ImagesClient(images.url, None, max_bytes=1000), Ask("x"))  # without /v1
+    assert caught.value.message.startswith("The images server has no /images/generations (HTTP 404")
