@@ -71,6 +71,21 @@ def web(_fake_web):
     return _fake_web
 
 
+@pytest.fixture(scope="session")
+def _fake_images():
+    from tests.support.fake_images import FakeImages
+
+    with FakeImages() as images:
+        yield images
+
+
+@pytest.fixture
+def images(_fake_images):
+    """The fake images server on loopback (tests/support/fake_images.py), its modes reset for each test."""
+    _fake_images.reset()
+    return _fake_images
+
+
 @pytest.fixture(scope="module")
 def mcp_server():
     """A real MCP server (tests/support/mcp_server.py) on loopback, fresh for each test module."""

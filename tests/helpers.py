@@ -58,3 +58,15 @@ def without_volatile(obj):
     if isinstance(obj, list):
         return [without_volatile(v) for v in obj]
     return obj
+
+
+def tool_output(upstream, step: int) -> str:
+    """What the model was shown of the gateway-run calls, on upstream call `step` (0-based): the tool messages."""
+    messages = upstream.requests[step].body["messages"]
+    return "\n".join(m["content"] for m in messages if m["role"] == "tool")
+
+
+def item_events(result, item_type: str) -> list[dict]:
+    """The events of a stream about items of `item_type` (its own events, and the items' added/done)."""
+    return [e for e in result.events if item_type in e["type"]
+            or (e["type"].startswith("response.output_item") and e["item"]["type"] == item_type)]

@@ -194,12 +194,16 @@ class Composer(ToolCalls):
 
     def stored(self) -> dict[str, Any]:
         """The final response as it is stored: every item in full (what a gateway-run tool shows a client only
-        when `include` asks), with the encrypted reasoning the client did not ask to see."""
-        if not self.sealed and self.response["output"] is self.output:
+        when `include` asks), with the encrypted reasoning the client did not ask to see — less what a tool keeps
+        apart in the store (`keep`)."""
+        kept = self.kept
+        if not self.sealed and kept is None and self.response["output"] is self.output:
             return self.response
         sealed = self.sealed
         output = [{**item, "encrypted_content": sealed[item["id"]]} if item.get("id") in sealed else item
                   for item in self.output]
+        if kept is not None:  # a gateway-run tool keeping part of its items apart (an image in the files store)
+            output = [kept(item) for item in output]
         return {**self.response, "output": output}
 
     # -- compaction: a summary written by the upstream, emitted as one sealed item -----------------------

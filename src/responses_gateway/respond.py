@@ -27,7 +27,7 @@ from .route import Route
 from .services import Services
 from .state import conversation_history, resolve
 from .tools.frame import Context, Kit, Runner, ToolServices
-from .tools.history import lower_tools, shown_item
+from .tools.history import keeps_apart, lower_tools, shown_item, stored_item
 from .tools.kits import order_of
 from .tools.loop import ToolLoop
 from .truncation import Truncating
@@ -78,7 +78,7 @@ async def prepare(services: Services, req: CreateResponse, owner: str, resolver:
         history = await conversation_history(store, conversation, owner, toolbox) + history
     tools = normalize_tools(req.tools, req.tool_choice, hosted_policy=settings.hosted_tools,
                             found=found_tools(history), toolbox=toolbox)
-    await preflight(tools.gateway, services.tools, owner)
+    await preflight(tools.gateway, services.tools, owner, history)
     if req.truncation == "auto":
         upstream = Truncating(upstream, getattr(getattr(upstream, "route", None), "context_window", None))
     plan = None
@@ -121,6 +121,8 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
     if declared:
         wanted = frozenset(include)
         composer.show(lambda item: shown_item(item, wanted))
+        if keeps_apart(by_kit(declared)):
+            composer.keep(stored_item)
 
     def tool_loop(call: Call) -> ToolLoop:
         runners = start_runners(declared, services.tools, owner, req, history, frozenset(include), seen,
@@ -162,11 +164,15 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
                    seen)
 
 
-async def preflight(declared: list[Declared], tools: ToolServices, owner: str) -> None:
-    """Each gateway-run kit's check against its service (its `preflight`), before any event."""
+async def preflight(declared: list[Declared], tools: ToolServices, owner: str,
+                    history: list[dict[str, Any]]) -> None:
+    """Each gateway-run kit's checks before any event: against the request's whole input (its `admit`), then
+    against its service (its `preflight`)."""
     if not declared:  # most requests: no gateway-run tool
         return
     for kit, group in by_kit(declared).items():
+        if kit.admit is not None:
+            kit.admit(group, history)
         if kit.preflight is not None:
             await kit.preflight(group, tools.service(kit), owner)
 

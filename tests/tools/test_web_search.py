@@ -47,15 +47,11 @@ def call(args: dict, call_id: str = "call_ws1") -> list[str]:
     return tool_calls_stream([(call_id, "web_search", [json.dumps(args)])], usage=make_usage(10, 5))
 
 
-def tool_output(upstream, step: int) -> str:
-    """What the model was shown of the web_search calls, on upstream call `step` (0-based)."""
-    messages = upstream.requests[step].body["messages"]
-    return "\n".join(m["content"] for m in messages if m["role"] == "tool")
+tool_output = helpers.tool_output
 
 
 def web_events(result) -> list[dict]:
-    return [e for e in result.events if "web_search_call" in e["type"]
-            or (e["type"].startswith("response.output_item") and e["item"]["type"] == "web_search_call")]
+    return helpers.item_events(result, "web_search_call")
 
 
 def test_a_search_streams_as_openai_does_and_the_answer_cites_it(http, upstream, web):

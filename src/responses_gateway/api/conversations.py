@@ -20,6 +20,7 @@ from ..services import of
 from ..state import with_ids
 from ..store.base import Page
 from ..store.conversations import Conversations
+from ..tools.history import restored, shown_items
 from .paging import page_body, page_params
 from .request import json_response, owner, read_body
 from .stored import include_param
@@ -85,24 +86,26 @@ async def add_items(request: Request) -> Response:
 
 
 async def list_items(request: Request) -> Response:
-    include_param(request)
+    include = include_param(request)
     limit, order = page_params(request.query_params)
     cid = request.path_params["conversation_id"]
     page = await _store(request).conversation_items(cid, owner(request), after=request.query_params.get("after"),
                                                     limit=limit, order=order)
     if page is None:
         raise not_found(cid)
+    page.items = shown_items(await restored(page.items, of(request.app).store, owner(request)), include)
     return json_response(page_body(page))
 
 
 async def get_item(request: Request) -> Response:
-    include_param(request)
+    include = include_param(request)
     conversation = await _existing(request)
     item_id = request.path_params["item_id"]
     item = await _store(request).conversation_item(conversation["id"], item_id, owner(request))
     if item is None:
         raise APIError(404, f"Item with id '{item_id}' not found.", code=None)
-    return json_response(item)
+    (shown,) = shown_items(await restored([item], of(request.app).store, owner(request)), include)
+    return json_response(shown)
 
 
 async def delete_item(request: Request) -> Response:

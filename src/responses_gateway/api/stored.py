@@ -12,7 +12,7 @@ from ..protocol.reasoning import seal
 from ..protocol.request import check_include
 from ..services import of
 from ..state import not_found
-from ..tools.history import shown_items
+from ..tools.history import restored, shown_items
 from .paging import page_body, page_params
 from .request import json_response, owner
 from .streaming import EventStreamResponse
@@ -42,7 +42,8 @@ async def get_response(request: Request) -> Response | EventStreamResponse:
     if request.query_params.get("stream") in ("true", "1"):
         return await _stream(request)
     obj = await _get(request)
-    obj["output"] = shown_items(obj["output"], include)  # a tool's results only when include asks for them
+    kept = await restored(obj["output"], of(request.app).store, owner(request))  # (an image in the files store)
+    obj["output"] = shown_items(kept, include)  # a tool's results only when include asks for them
     wanted = "reasoning.encrypted_content" in include
     for item in obj["output"]:
         if item.get("type") != "reasoning":
@@ -99,7 +100,8 @@ async def cancel_response(request: Request) -> Response:
     if not obj.get("background"):
         raise APIError(400, "Only responses created with background=true can be cancelled.", code=None)
     ended = await background_of(request).cancel(obj, owner(request))
-    return json_response({**ended, "output": shown_items(ended.get("output") or [], ())})
+    output = await restored(list(ended.get("output") or []), of(request.app).store, owner(request))
+    return json_response({**ended, "output": shown_items(output, ())})
 
 
 def background_of(request: Request) -> Background:
@@ -122,5 +124,5 @@ async def list_input_items(request: Request) -> Response:
                                        limit=limit, order=order)
     if page is None:
         raise not_found(response_id)
-    page.items = shown_items(page.items, include)
+    page.items = shown_items(await restored(page.items, store, owner(request)), include)
     return json_response(page_body(page))

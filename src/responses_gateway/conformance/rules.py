@@ -64,6 +64,16 @@ ID_PREFIXES = {
     "web_search_call": "ws_",
     "code_interpreter_call": "ci_",
     "file_search_call": "fs_",
+    "image_generation_call": "ig_",
+}
+
+#: The image_generation_call's own events, in the order OpenAI sends them (partial_image: any number, 0-3).
+IMAGE_EVENTS = ("in_progress", "generating", "partial_image", "completed")
+IMAGE_PREFIX = "response.image_generation_call."
+#: what each of them may follow (None: it is the item's first)
+IMAGE_AFTER: dict[str, tuple[str | None, ...]] = {
+    "in_progress": (None,), "generating": ("in_progress",), "partial_image": ("generating", "partial_image"),
+    "completed": ("generating", "partial_image"),
 }
 
 KNOWN_EVENT_TYPES = frozenset(
@@ -79,6 +89,7 @@ KNOWN_EVENT_TYPES = frozenset(
     | {f"response.web_search_call.{state}" for state in ("in_progress", "searching", "completed")}
     | {f"response.code_interpreter_call.{state}" for state in ("in_progress", "interpreting", "completed")}
     | {f"response.file_search_call.{state}" for state in ("in_progress", "searching", "completed")}
+    | {IMAGE_PREFIX + state for state in IMAGE_EVENTS}
 )
 
 #: Every rule: id -> what it demands. The ids are stable: reports, --only filters and docs/check.md use them.
@@ -103,6 +114,11 @@ RULES: dict[str, str] = {
     "part.closed": "every part is closed before its item, and the item carries the closed part",
     "text.done": "every streamed text has its .done before its part or item closes, and nothing after it",
     "text.matches-deltas": "the .done text, the closed part and the finished item equal the concatenated deltas",
+    "image.order": "an image_generation_call's events go in_progress, generating, partial_image (any number), "
+    "completed, each of the others once, all before its output_item.done",
+    "image.partial-index": "partial_image_index counts 0, 1, 2... within its item",
+    "image.result": "an image_generation_call that sent .completed is done `completed` with its `result`; one done "
+    "`failed` sent no .completed",
     "terminal.items-closed": "every output item is done before the terminal event",
     "terminal.response-id": "the terminal response has the id of the opening events",
     "terminal.status": "the terminal response's status matches the terminal event",
@@ -193,6 +209,8 @@ class _Item:
     done: dict[str, Any] | None = None
     #: "content"/"summary" -> part index -> None while open, the part of its .done event once closed
     parts: dict[str, dict[int, dict[str, Any] | None]] = field(default_factory=lambda: {"content": {}, "summary": {}})
+    #: an image_generation_call's own events so far (IMAGE_EVENTS names, in order)
+    image: list[str] = field(default_factory=list)
 
 
 def _canon(value: Any) -> bytes:
@@ -268,6 +286,8 @@ class _Checker:
         prefix, _, kind = type_.rpartition(".")
         if prefix in TEXT_STREAMS and kind in ("delta", "done"):
             self.text_event(item, prefix, kind)
+        if type_.startswith(IMAGE_PREFIX):
+            self.image_event(item, type_.removeprefix(IMAGE_PREFIX))
         if type_ == "response.output_item.done":
             self.item_done(item)
 
@@ -384,9 +404,28 @@ class _Checker:
             f"{done_field} of {what} is {got!r} but its {key[0]}.delta events add up to {expected!r}",
         )
 
+    def image_event(self, item: _Item, state: str) -> None:
+        """The image_generation_call's own events: OpenAI's order, partial images numbered from 0."""
+        seen = item.image
+        if state in IMAGE_EVENTS:
+            previous = seen[-1] if seen else None
+            self.note(previous in IMAGE_AFTER[state], "image.order", f"{state} after {previous or 'nothing'}")
+        if state == "partial_image":
+            expected = seen.count("partial_image")
+            self.note(self.ev.get("partial_image_index") == expected, "image.partial-index",
+                      f"partial_image_index {self.ev.get('partial_image_index')!r}, expected {expected}")
+        seen.append(state)
+
     def item_done(self, item: _Item) -> None:
         done = self.ev.get("item") or {}
         item.done = done
+        if done.get("type") == "image_generation_call":
+            completed = "completed" in item.image
+            if done.get("status") == "completed":
+                self.note(completed and bool(done.get("result")), "image.result",
+                          "done `completed` without its .completed event or its result")
+            elif done.get("status") == "failed":
+                self.note(not completed, "image.result", "done `failed` after a .completed event")
         for name in ("id", "type"):
             self.note(
                 done.get(name) == item.added.get(name),

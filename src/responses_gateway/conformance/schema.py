@@ -340,6 +340,47 @@ DIFFERENCES: dict[str, dict[str, Any]] = {
             },
         },
     },
+    "image_generation": {
+        "why": "The document has no image generation shapes; OpenAI defines the `image_generation` tool (model, "
+        "size, quality, output_format, output_compression, background, moderation, partial_images, input_fidelity, "
+        "input_image_mask, action), image_generation_call items ({id, status, result: base64, revised_prompt, and "
+        "the size, quality, output_format, background and action used; `error` when it failed}) and the "
+        "response.image_generation_call.in_progress / .generating / .partial_image / .completed events (openai SDK: "
+        "ImageGeneration, ImageGenerationCall, ResponseImageGenCall*Event).",
+        "schemas": {
+            "ImageGenerationTool": _obj(
+                {"type": _type("image_generation")},
+                {"action": {"enum": ["generate", "edit", "auto"]}, "model": _STR,
+                 "background": {"enum": ["transparent", "opaque", "auto"]},
+                 "input_fidelity": {"enum": ["high", "low"]}, "moderation": {"enum": ["auto", "low"]},
+                 "output_compression": _INT, "output_format": {"enum": ["png", "webp", "jpeg", "gif", "svg"]},
+                 "partial_images": _INT, "quality": {"enum": ["low", "medium", "high", "xhigh", "max", "auto"]},
+                 "size": _STR, "input_image_mask": {"type": "object"}},
+                _TOOL,
+            ),
+            "ImageGenerationCall": _obj(
+                {"type": _type("image_generation_call"), "id": _STR,
+                 "status": {"enum": ["in_progress", "completed", "generating", "failed"]}},
+                {"result": _NULLABLE_STR, "revised_prompt": _NULLABLE_STR, "size": _NULLABLE_STR,
+                 "action": {"enum": ["generate", "edit", "auto", None]},
+                 "background": {"enum": ["transparent", "opaque", "auto", None]},
+                 "output_format": {"enum": ["png", "webp", "jpeg", "gif", "svg", None]},
+                 "quality": {"enum": ["low", "medium", "high", "xhigh", "max", "auto", None]},
+                 "error": {"type": ["object", "null"], "required": ["message", "type"],
+                           "properties": {"message": _STR, "type": _STR, "code": _NULLABLE_STR,
+                                          "param": _NULLABLE_STR}}},
+                _OUTPUT_AND_INPUT,
+            ),
+            **{
+                f"ImageGenerationCall{state}StreamingEvent": _item_event(f"response.image_generation_call.{status}")
+                for state, status in (("InProgress", "in_progress"), ("Generating", "generating"),
+                                      ("Completed", "completed"))
+            },
+            "ImageGenerationCallPartialImageStreamingEvent": _item_event(
+                "response.image_generation_call.partial_image", partial_image_b64=_STR, partial_image_index=_INT
+            ),
+        },
+    },
     "tool_search_and_namespaces": {
         "why": "The document has no tool search or namespaced tools; OpenAI (and Codex) use `namespace` tool "
         "groups, a client-executed `tool_search` tool, tool_search_call output items whose `arguments` is an "

@@ -22,12 +22,14 @@ class ToolCalls:
     annotators: tuple[Annotator, ...]  # citations of the answer text
     pending: list[OpenItem]  # calls whose arguments are whole, awaiting execution
     shown: Callable[[Item], Item] | None  # a gateway item as the client sees it
+    kept: Callable[[Item], Item] | None  # a gateway item as the store keeps it
 
     def init_tools(self) -> None:
         self.runners = {}
         self.annotators = ()
         self.pending = []
         self.shown = None
+        self.kept = None
 
     # -- what the composer provides ------------------------------------------------------------------
 
@@ -52,6 +54,10 @@ class ToolCalls:
     def show(self, shown: Callable[[Item], Item]) -> None:
         """`shown`: a gateway-run tool's item as the client sees it (what `include` leaves out is stored only)."""
         self.shown = shown
+
+    def keep(self, kept: Callable[[Item], Item]) -> None:
+        """`kept`: a gateway-run tool's item as the store keeps it (a large part kept apart: `stored`)."""
+        self.kept = kept
 
     def take_pending(self) -> list[OpenItem]:
         """The gateway-run calls whose arguments are whole, to be run now (each stays open until `end_call`)."""

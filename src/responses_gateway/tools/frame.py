@@ -280,3 +280,11 @@ class Kit(Generic[S, T]):
     # Optional: its own expired rows removed from the store by `responses-gateway db purge`, said in words
     # ("3 expired vector stores"); while serving, its service sweeps them itself.
     purge: Callable[[Store], Awaitable[str]] | None = None
+    # Optional: a check of the declarations against the request's whole input, history included, raising
+    # APIError before any event (image_generation: a mask needs an image to apply to).
+    admit: Callable[[Sequence[Declared], Sequence[Item]], None] | None = None
+    # Optional: an item as the store keeps it, a large part kept elsewhere in the store (image_generation keeps
+    # its image in the files store, so history reads stay small); and the reverse for a client reading stored
+    # items (GET, input_items, a conversation's items), given the store and the caller's owner id.
+    stored: Callable[[Item], Item] | None = None
+    restore: Callable[[list[Item], Store, str], Awaitable[None]] | None = None

@@ -13,9 +13,12 @@ stream and for every read of a stored item alike.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .kits import kit_for_item
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 CLIENT_CALLS = ("function_call", "custom_tool_call", "tool_search_call")  # the calls the client runs itself
 
@@ -55,6 +58,29 @@ def shown_item(item: Item, include: frozenset[str]) -> Item:
 def shown_items(items: Iterable[Item], include: Iterable[str]) -> list[Item]:
     wanted = frozenset(include)
     return [shown_item(item, wanted) for item in items]
+
+
+def stored_item(item: Item) -> Item:
+    """An item as the store keeps it: its kit's `stored` (a large part kept elsewhere in the store)."""
+    kit = kit_for_item(item.get("type", ""))
+    return item if kit is None or kit.stored is None else kit.stored(item)
+
+
+def keeps_apart(kits: Iterable[Any]) -> bool:
+    """Whether any of these kits keeps part of its items apart when stored (`Kit.stored`)."""
+    return any(kit.stored is not None for kit in kits)
+
+
+async def restored(items: list[Item], store: Store | None, owner: str) -> list[Item]:
+    """Stored items with what their kits keep apart put back (an image from the files store), in place, for a
+    client's read: `GET /v1/responses/{id}`, input_items, a conversation's items."""
+    if store is None:
+        return items
+    kits = {kit for item in items if (kit := kit_for_item(item.get("type", ""))) is not None}
+    for kit in kits:
+        if kit.restore is not None:
+            await kit.restore(items, store, owner)
+    return items
 
 
 def is_gateway_item(item: Item) -> bool:

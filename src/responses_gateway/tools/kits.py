@@ -25,6 +25,7 @@ from ..store import Store
 from .code_interpreter.kit import KIT as CODE_INTERPRETER
 from .file_search.kit import KIT as FILE_SEARCH
 from .frame import Kit, Start, ToolServices, Unavailable
+from .image_generation.kit import KIT as IMAGE_GENERATION
 from .mcp.kit import KIT as MCP
 from .web_search.kit import KIT as WEB_SEARCH
 
@@ -39,6 +40,7 @@ BUILTIN: tuple[AnyKit, ...] = (
     FILE_SEARCH,
     WEB_SEARCH,
     CODE_INTERPRETER,
+    IMAGE_GENERATION,
     MCP,
 )
 
@@ -158,6 +160,7 @@ async def serve_all(settings: Settings, store: Store | None, stack: contextlib.A
         made = await kit.serve(Start(settings, group, store))
         if isinstance(made, Unavailable):
             unavailable[kit.name] = made
+            log.info("%s: not running: %s", kit.name, made.why)  # the start-up block says how to enable it
             continue
         stack.push_async_callback(made.aclose)
         running[kit.name] = made

@@ -255,6 +255,28 @@ def mcp_list_tools(index: int) -> list[dict]:
     ]
 
 
+def image_call(index: int, partials: int = 2, status: str = "completed") -> list[dict]:
+    """An image_generation_call as OpenAI streams it: in_progress, generating, the partials, completed."""
+    item = {"type": "image_generation_call", "id": "ig_1", "status": "in_progress"}
+    at = ref(index, "ig_1")
+    done = {**item, "status": status, "result": "iVBORw0KGgo=" if status == "completed" else None,
+            "revised_prompt": "a cat", "size": "1024x1024", "quality": "medium", "output_format": "png",
+            "background": "opaque", "action": "generate"}
+    if status == "failed":
+        done["error"] = {"type": "invalid_request_error", "code": "invalid_value", "param": "size",
+                         "message": "Invalid value: '9x9'."}
+    return [
+        {"type": "response.output_item.added", "output_index": index, "item": item},
+        {"type": "response.image_generation_call.in_progress", **at},
+        {"type": "response.image_generation_call.generating", **at},
+        *({"type": "response.image_generation_call.partial_image", **at, "partial_image_b64": "iVBORw0KGgo=",
+           "partial_image_index": i, "size": "1024x1024", "quality": "medium", "output_format": "png",
+           "background": "opaque"} for i in range(partials)),
+        *([{"type": "response.image_generation_call.completed", **at}] if status == "completed" else []),
+        {"type": "response.output_item.done", "output_index": index, "item": done},
+    ]
+
+
 def stream(*items: list[dict], terminal: str = "response.completed") -> list[dict]:
     body = [event for events in items for event in events]
     done = sorted(
@@ -287,6 +309,8 @@ def rich() -> list[dict]:
         tool_call(5, CUSTOM_TOOL_CALL, ["SELECT ", "1"]),
         mcp_list_tools(6),
         tool_call(7, MCP_CALL, ['{"q":', '"x"}']),
+        image_call(8),
+        image_call(9, 0, "failed"),
     )
 
 
@@ -477,6 +501,32 @@ BROKEN = {
         r"summary part 0 used before its response.reasoning_summary_part.added",
     ),
 }
+
+
+IMAGE_BROKEN = {
+    "generating before in_progress": (lambda e: [*e[:3], e[4], e[3], *e[5:]], r"generating after nothing"),
+    "partial before generating": (lambda e: [*e[:4], e[5], e[4], *e[6:]], r"partial_image after in_progress"),
+    "partial index skipped": (lambda e: edit(e, "response.image_generation_call.partial_image", partial_image_index=1),
+                              r"partial_image_index 1, expected 0"),
+    "completed without its event": (lambda e: drop(e, "response.image_generation_call.completed"),
+                                    r"done `completed` without its .completed event"),
+    "completed without a result": (lambda e: edit_done_item(e, 0, result=None), r"without its .completed event or its result"),
+    "in_progress twice": (lambda e: [*e[:4], e[3], *e[4:]], r"in_progress after in_progress"),
+}
+
+
+@pytest.mark.parametrize("case", IMAGE_BROKEN)
+def test_broken_image_stream_is_caught(case):
+    mutate, message_re = IMAGE_BROKEN[case]
+    with pytest.raises(AssertionError, match=message_re):
+        check_stream(encode(mutate(stream(image_call(0, partials=2)))))
+
+
+def test_a_failed_image_call_after_completed_is_caught():
+    events = stream(image_call(0, partials=1))
+    events = edit_done_item(events, 0, status="failed")
+    with pytest.raises(AssertionError, match=r"done `failed` after a .completed event"):
+        check_stream(encode(events))
 
 
 @pytest.mark.parametrize("case", BROKEN)
