@@ -13,9 +13,9 @@ import json
 
 from responses_gateway.compaction.history import SUMMARY_PREFIX
 from responses_gateway.compaction.step import SUMMARY_PROMPT
-from tests.edge import test_websocket as ws
 from tests.clients import test_codex_builtin_provider as builtin  # WebSocket mode's own test helpers
 from tests.clients.test_codex_e2e import CALL_ID, MODEL, PATCH, split
+from tests.edge import test_websocket as ws
 from tests.support.fake_chat import RecordedRequest, Stream, make_usage, text_stream, tool_calls_stream
 
 SUMMARY = "The user asked for hello.txt; apply_patch was called to add it; next: confirm and finish."

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from tests.test_bench import ROOT, _env
+from tests.benchmarks.test_bench import ROOT, _env
 
 
 def test_image_generation_bench_runs():
