@@ -4,13 +4,53 @@ The heavy imports (the openai SDK, the servers) happen inside the fixtures, so t
 them — the unit layer in tests/unit — start fast.
 """
 
+import os
+import uuid
+
 import pytest
+
+SESSION_MARK = "RG_TEST_SESSION"  # every process the suite starts inherits it: the leak check finds them
 
 
 def pytest_configure(config):
     from tests.support import e2e_setup  # light: no server or SDK imports
 
     e2e_setup.pytest_config = config  # the end-to-end setup prints its installs past output capture
+    os.environ.setdefault(SESSION_MARK, uuid.uuid4().hex)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """No process the suite started outlives it: one still running now is a leak — reported, killed, and the
+    run fails (a gateway's workers left running, say, hold a port and memory on a developer's machine)."""
+    from tests.support import leaks
+
+    left = leaks.outliving(os.environ[SESSION_MARK])
+    session.config.stash[leaks.KEY] = left
+    if left:
+        leaks.kill(left)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line per missing optional part (bubblewrap, chromium, ...): how many tests it skipped, and what to
+    install; then any process that outlived the session."""
+    from tests.support import leaks, needs
+
+    counts: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        if reason.startswith(needs.SKIP_PREFIX):
+            counts[reason] = counts.get(reason, 0) + 1
+    if counts:
+        terminalreporter.section("skipped for missing parts")
+        for reason, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+            terminalreporter.write_line(f"{n} skipped: {reason}")
+    left = config.stash.get(leaks.KEY, [])
+    if left:
+        terminalreporter.section("processes that outlived the session (killed)", red=True)
+        for pid, command in left:
+            terminalreporter.write_line(f"{pid}: {command}", red=True)
 
 
 @pytest.fixture(scope="session")

@@ -301,6 +301,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
 
 def app_from_env() -> Starlette:
     """The factory each worker process calls when `--workers` is more than one."""
+    die_with_supervisor()
     from .configure import settings_from_env
 
     settings = settings_from_env()
@@ -311,6 +312,28 @@ def app_from_env() -> Starlette:
     app = create_app(settings)
     freeze_startup()
     return app
+
+
+def die_with_supervisor() -> None:
+    """A worker of `--workers N` ends when the process that started it does, however that one ended: without
+    this, a supervisor killed with SIGKILL (an OOM kill, a crash) leaves its workers running, orphaned, still
+    holding the listening socket. Linux's parent-death signal, SIGTERM, gives the worker the usual drain; where
+    it is not available (another OS), nothing is done."""
+    import ctypes
+    import ctypes.util
+    import os
+    import signal
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the supervisor died before the signal was asked for
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 GC_YOUNG = 20_000  # allocations between collections of the youngest generation (CPython: 700)

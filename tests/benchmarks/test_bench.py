@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 import pytest
+
+from tests.support import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,8 +124,8 @@ def test_fake_upstream_speaks_chat_completions(fake_upstream):
     assert short["object"] == "chat.completion" and short["choices"][0]["finish_reason"] == "length"
 
 
-@pytest.mark.skipif(not shutil.which("callgrind_control"), reason="needs valgrind")
 def test_instruction_counts_run_end_to_end():
+    needs.valgrind()
     out = subprocess.run([sys.executable, "-m", "bench.instructions", "--cases", "one_token", "--scale", "0.05",
                           "--gateway-src", str(ROOT / "src")],
                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240)

@@ -4,13 +4,11 @@ figures live in docs/benchmarks.md)."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
-import pytest
-
 from tests.benchmarks.test_bench import ROOT, _env
+from tests.support import needs
 
 
 def test_where_splits_the_cost_by_stage():
@@ -38,8 +36,8 @@ def test_burst_reports_added_ttft_and_its_split(tmp_path):
     assert "**Added TTFT p99:" in out.stdout
 
 
-@pytest.mark.skipif(not shutil.which("callgrind_control"), reason="needs valgrind")
 def test_instruction_counts_of_the_translator_and_the_server_floor():
+    needs.valgrind()
     out = subprocess.run([sys.executable, "-m", "bench.instructions", "--server", "translator", "--cases", "one_token",
                           "--scale", "0.05", "--by-object", "3"], cwd=ROOT, env=_env(), capture_output=True, text=True,
                          timeout=240)

@@ -5,8 +5,6 @@ OpenAI's recordings passes; saved streams and the HTML report (rendered in headl
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -19,6 +17,7 @@ from responses_gateway.cli import main
 from responses_gateway.config import Settings
 from responses_gateway.route import Route
 from responses_gateway.upstreams.responses import ResponsesUpstream
+from tests.support import needs
 from tests.support.fake_chat import RecordedRequest, Stream, text_stream, tool_calls_stream
 from tests.support.recordings import RECORDINGS_DIR, load_recording
 from tests.support.replay_servers import OpenAILikeServer, VllmLikeServer
@@ -167,12 +166,7 @@ def png_size_and_colours(png: bytes) -> tuple[int, int, int]:
 
 
 def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not found:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing (.ci/run installs it)")
-        pytest.skip("chromium is not installed")
-    return found
+    return needs.chromium()
 
 
 def test_html_report_renders_with_the_violations_marked(capsys, tmp_path):

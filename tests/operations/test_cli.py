@@ -7,6 +7,7 @@ import sys
 import time
 
 import httpx
+import pytest
 
 from tests.helpers import stream
 
@@ -97,3 +98,51 @@ def test_metrics_add_up_across_workers(tmp_path):
         assert totals == {40.0}
     finally:
         stop(proc)
+
+
+def children(pid: int) -> set[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.add(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_workers_end_with_a_supervisor_killed_outright():
+    """SIGKILL to `serve --workers 2` (an OOM kill, a crash): its workers end too, instead of running on
+    orphaned and holding the port (they did before: test failed)."""
+    proc, url = serve("--workers", "2", "--db", "none", "--log-level", "warning")
+    deadline = time.monotonic() + 20
+    while len(workers := {p for p in children(proc.pid) if "spawn_main" in command(p)}) < 2:
+        assert time.monotonic() < deadline, "the two workers did not start"
+        time.sleep(0.1)
+    proc.kill()
+    proc.wait(10)
+    deadline = time.monotonic() + 30
+    while any(alive(p) for p in workers):
+        assert time.monotonic() < deadline, f"workers {workers} outlived their supervisor"
+        time.sleep(0.1)
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{url}/health", timeout=2)

@@ -29,6 +29,7 @@ import httpx
 import pytest
 
 from responses_gateway.configure import make as make_settings
+from tests.support import needs
 from tests.support.server import GatewayServer
 
 PG_ADMIN_URL = os.environ.get("RG_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -61,10 +62,8 @@ def pg_database() -> Iterator[str]:
     try:
         asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
     except Exception as exc:  # unreachable, refused, no permission
-        message = f"PostgreSQL at {PG_ADMIN_URL} is not usable: {type(exc).__name__}: {exc}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        needs.need("PostgreSQL", False, f"a server at {PG_ADMIN_URL} with trust auth (apt-get install postgresql; "
+                   f"here: {type(exc).__name__}: {exc})")
     try:
         yield _pg_url(name)
     finally:
@@ -79,9 +78,7 @@ def redis_url() -> str:
     try:
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
     except Exception as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis at {REDIS_URL} is not usable: {exc}")
-        pytest.skip(f"Redis at {REDIS_URL} is not usable: {exc}")
+        needs.need("Redis", False, f"a server at {REDIS_URL} (apt-get install redis-server; here: {exc})")
     return REDIS_URL
 
 

@@ -7,7 +7,6 @@ impossible (no npm, no network) the test is skipped locally and fails under CI.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import needs
 from tests.support.e2e_setup import ensure_node_modules
 
 E2E = Path(__file__).parents[1] / "e2e"
@@ -30,9 +30,8 @@ def require_node_packages(folder: str, *packages: str) -> str:
     if node and installed:
         return node
     missing = "node is not on PATH" if not node else f"tests/e2e/{folder}/node_modules is missing"
-    if os.environ.get("CI"):
-        pytest.fail(f"{missing}: .ci/run must run `{install}` before pytest", pytrace=False)
-    pytest.skip(f"{missing}; install with `{install}`")
+    needs.need("node and npm packages", False, f"{missing}; install with `{install}`")
+    raise AssertionError("unreachable")  # need() skipped or failed
 
 
 def run_node_script(node: str, folder: str, script: str, args: list[str], timeout: float) -> tuple[dict, str]:

@@ -1,4 +1,4 @@
-"""Load the recorded real-upstream exchanges kept in the shared recordings folder.
+"""Load the recorded real-upstream exchanges kept in tests/data/recordings (provenance: tests/data/README.md).
 
 Each YAML file holds one real HTTP exchange; a streamed response keeps its SSE text
 exactly as it arrived (one list entry per network read), so tests can replay it byte for byte.
@@ -13,10 +13,9 @@ from typing import Any
 
 import yaml
 
-# The shared folder sits next to the repository, not inside it.
-# shared/ sits beside the repository (as in CI: a clone with shared/ next to it)
-SHARED_DIR = Path(os.environ.get("RG_SHARED_DIR", Path(__file__).resolve().parents[2].parent / "shared"))
-RECORDINGS_DIR = SHARED_DIR / "recordings"
+# Inside the repository, so that a clone with nothing beside it runs the suite; RG_SHARED_DIR points elsewhere.
+DATA_DIR = Path(os.environ.get("RG_SHARED_DIR", Path(__file__).resolve().parents[1] / "data"))
+RECORDINGS_DIR = DATA_DIR / "recordings"
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -1,4 +1,4 @@
-"""The spec validator (responses_gateway.conformance.schema) bound to the shared copy of the spec document."""
+"""The spec validator (responses_gateway.conformance.schema) bound to the repository's copy of the spec document (tests/data/spec)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 
 from responses_gateway.conformance.schema import DIFFERENCES, SpecValidator  # noqa: F401
-from tests.support.recordings import SHARED_DIR
+from tests.support.recordings import DATA_DIR
 
-SPEC_PATH = Path(os.environ.get("OPENRESPONSES_SPEC", SHARED_DIR / "spec" / "openresponses-openapi.json"))
+SPEC_PATH = Path(os.environ.get("OPENRESPONSES_SPEC", DATA_DIR / "spec" / "openresponses-openapi.json"))
 SPEC = SpecValidator(SPEC_PATH)
 
 event_types = SPEC.event_types

@@ -18,6 +18,10 @@ if importlib.util.find_spec("agents") is None:
 from agents import Agent, CodeInterpreterTool, OpenAIResponsesModel, Runner, set_tracing_disabled  # noqa: E402
 from agents.items import ToolCallItem  # noqa: E402
 
+from tests.support import needs
+
+needs.bubblewrap()  # skipped with what to install where it is missing; a failure in CI
+
 set_tracing_disabled(True)
 
 

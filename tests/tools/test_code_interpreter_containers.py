@@ -12,8 +12,11 @@ import pytest
 
 from responses_gateway.configure import make as make_settings
 from responses_gateway.tools.code_interpreter.kit import KIT as CODE_INTERPRETER
+from tests.support import needs
 from tests.support.code_interpreter import call_of, logs, run_code
 from tests.support.server import GatewayServer
+
+needs.bubblewrap()  # skipped with what to install where it is missing; a failure in CI
 
 
 @pytest.fixture

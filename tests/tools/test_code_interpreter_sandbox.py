@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from responses_gateway.tools.code_interpreter import seccomp
+from tests.support import needs
 
 SRC = Path(__file__).resolve().parents[2] / "src"
+
+needs.bubblewrap()  # skipped with what to install where it is missing; a failure in CI
 
 NON_ROOT = """
 import asyncio, json, os, shutil, sys, tempfile

@@ -1,7 +1,7 @@
 """Validate Responses API objects against the Open Responses OpenAPI document.
 
 The document (public repository openresponses/openresponses, ``public/openapi/openapi.json``) is not shipped:
-``SpecValidator(path)`` loads a copy; the tests use the one in ``shared/spec/``, ``responses-gateway check``
+``SpecValidator(path)`` loads a copy; the tests use the one in ``tests/data/spec/``, ``responses-gateway check``
 the one named by ``--spec`` or ``$OPENRESPONSES_SPEC``. The document wins on shapes.
 Real clients (the official ``openai`` SDK above all) follow what OpenAI's endpoint really sends, which differs
 from the document in a few places. Every such departure lives in ``DIFFERENCES`` below and nowhere else, so a
