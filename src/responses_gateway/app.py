@@ -38,6 +38,7 @@ from .routing import Router, Rule, load_rules
 from .services import Services, of
 from .shared_limits import SharedLimits
 from .shutdown import on_sigterm
+from .startup import summary
 from .store import Store, open_store
 from .tools import kits
 from .upstreams.base import Upstream
@@ -255,6 +256,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
                 stack.push_async_callback(jobs.drain, settings.drain_timeout)  # first: running jobs end properly
             app.state.services = Services(settings, live, door, store, jobs, owners, tools=tools,
                                           toolbox=kits.toolbox(tools))
+            log.info("%s", summary(settings, live, store, len(keys), tools, kits.all_kits()))
             if shared is not None and keys and store is None and not settings.owner_secret:
                 log.warning("per-key limits in Redis need the same owner secret in every process: without a "
                             "database, set --owner-secret, or each process limits its keys apart")

@@ -114,24 +114,7 @@ def serve(settings: Settings) -> None:
     asyncio.run(check_upstreams(router))
     sock = listen(settings.host, settings.port)
     log.info("responses-gateway %s listening on http://%s:%d", __version__, settings.host, settings.port)
-    if settings.config:
-        for line in router.labels:
-            log.info("route: %s", line)
-    else:
-        log.info("upstream: %s", router.upstreams[0].label)
-    if store is None:
-        log.info("store: none (responses are not kept)")
-    else:
-        log.info("store: %s, retention %g days", store.label, settings.retention_days)
-    if settings.redis_url:
-        shared = " and per-key limits" if settings.key_max_in_flight or settings.key_requests_per_minute else ""
-        log.info("background responses%s: Redis%s %s", shared, " Cluster" if settings.redis_cluster else "",
-                 settings.redis_url.split("@")[-1])  # no password
-    if settings.load_api_keys():
-        log.info("API keys required on /v1 (%d configured)", len(settings.load_api_keys()))
-    if any(rule.route.kind == "demo" for rule in router.rules):
-        log.warning("DEMO MODE: answers come from a scripted demo model, not a real one. "
-                    "Use --upstream URL to serve a real model server.")
+    # what is on and off, and why, is said by each process once its services have started (startup.summary)
     # uvicorn's own lines go to our handler (no log_config of its own): one format for every line.
     common: dict[str, Any] = dict(host=settings.host, port=settings.port, log_level=settings.log_level,
                                   access_log=False, log_config=None,

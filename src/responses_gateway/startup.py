@@ -7,6 +7,9 @@
 - Each upstream is asked for its model list: a base URL without `/v1` (a 404), a wrong key, a server that is
   down are logged with the URL called and what to change. The gateway starts anyway (the upstream may come
   up later); the check only speaks.
+- Once its services have started, each process says in one block what is on and what is off, and why: the
+  upstreams, the store, the keys, Redis, the limits, and each gateway-run tool with the reason it does not run
+  and how to enable it (`summary`). A tool the deployment did not ask for is never an error.
 """
 
 from __future__ import annotations
@@ -15,11 +18,15 @@ import asyncio
 import errno
 import logging
 import socket
+from collections.abc import Sequence
+from typing import Any
 
 from . import causes
+from .config import Settings
 from .errors import UpstreamError
 from .routing import Router
 from .store import Store
+from .tools.frame import Described, ToolServices
 from .upstreams.base import Upstream
 
 log = logging.getLogger("responses_gateway")
@@ -92,3 +99,47 @@ async def _check(upstream: Upstream) -> None:
     else:
         names = ", ".join(str(m.get("id")) for m in models[:5]) + (", ..." if len(models) > 5 else "")
         log.info("upstream %s answers: %d models (%s)", upstream.label, len(models), names)
+
+
+def summary(settings: Settings, router: Router, store: Store | None, keys: int, tools: ToolServices,
+            kits: Sequence[Any]) -> str:
+    """What this process serves, one block: each line a part, on or off, and why (docs/observability.md)."""
+    lines = ["what this gateway serves:"]
+
+    def part(name: str, text: str) -> None:
+        lines.append(f"  {name:<17}{text}")
+
+    if settings.config:
+        for label in router.labels:
+            part("route", label)
+    elif any(rule.route.kind == "demo" for rule in router.rules):
+        part("upstream", "DEMO MODE: answers come from a scripted demo model, not a real one "
+                         "(--upstream URL serves a real model server)")
+    else:
+        part("upstream", f"upstream: {router.upstreams[0].label}")
+    part("store", "none: responses are not kept (--db)" if store is None
+         else f"{store.label}, retention {settings.retention_days:g} days")
+    part("keys", f"API keys required on /v1 ({keys} configured)" if keys
+         else "none: any client that reaches the port may call it (--api-keys)")
+    if settings.redis_url:
+        shared = ", per-key limits" if settings.key_max_in_flight or settings.key_requests_per_minute else ""
+        cluster = " Cluster" if settings.redis_cluster else ""
+        part("redis", f"Redis{cluster} {settings.redis_url.split('@')[-1]}: background responses{shared}")
+    else:
+        part("redis", "off: background responses and per-key limits live in this process (--redis)")
+    per_key = (f"{settings.key_max_in_flight or 'any'} in flight and {settings.key_requests_per_minute or 'any'}"
+               " a minute per key") if settings.key_max_in_flight or settings.key_requests_per_minute \
+        else "no per-key limits"
+    part("limits", f"{settings.max_body_bytes >> 20} MiB bodies, {settings.max_in_flight} requests in flight, "
+                   f"{settings.max_background} background, {per_key}, {settings.max_tool_rounds} tool rounds")
+    for kit in kits:
+        why = tools.why(kit.name)
+        service = tools.service(kit)
+        if why is None:
+            detail = service.describe() if isinstance(service, Described) else ""
+            part(kit.name, "on" + (f": {detail}" if detail else ""))
+        elif why.refuse:
+            part(kit.name, f"refused: {why.why} (requests declaring it get a 400 saying so)")
+        else:
+            part(kit.name, f"off: {why.why}")
+    return "\n".join(lines)

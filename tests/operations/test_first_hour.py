@@ -76,3 +76,35 @@ def test_without_bubblewrap_ci_fails_saying_so(without_bwrap):
                                                                                            CI="true"))
     assert ran.returncode != 0
     assert "needs bubblewrap: apt-get install bubblewrap" in ran.stdout and "CI is set" in ran.stdout
+
+
+def test_serve_says_in_one_block_what_is_on_and_off_and_a_missing_sandbox_is_no_error(without_bwrap, tmp_path):
+    """The start-up block: each part with why it is off; bubblewrap missing under `--code-interpreter auto`
+    (the default) makes the tool refused, said at INFO — it printed an ERROR on every start before."""
+    import httpx
+
+    from tests.operations.test_cli import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "responses_gateway", "serve", "--port", str(port), "--db",
+                             str(tmp_path / "r.db")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=clean_env(PATH=without_bwrap, PYTHONPATH=str(ROOT / "src")))
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            import time
+
+            time.sleep(0.1)
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=20)
+    assert " ERROR " not in out, out
+    block = out[out.index("what this gateway serves:"):]
+    for line in ("upstream         DEMO MODE", "store            ", "keys             none", "limits           ",
+                 "file_search      on: keyword-only search", "web_search       off: no web search provider",
+                 "code_interpreter refused: ", "mcp              on"):
+        assert line in block, block

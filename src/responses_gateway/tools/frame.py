@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from ..protocol.tools import Declared, Tool, ToolSet
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # types only: importing a kit stays cheap
     from ..store import Store
 
 __all__ = ["Annotator", "Calls", "Context", "Declared", "Event", "Events", "Item", "Kit", "OpenItem", "Runner",
-           "Service", "Spec", "Start", "Tool", "ToolServices", "Unavailable"]
+           "Described", "Service", "Spec", "Start", "Tool", "ToolServices", "Unavailable"]
 
 Event = dict[str, Any]
 Events = list[Event]
@@ -178,6 +178,13 @@ class Service(Protocol):
     """What a kit's `serve` makes: closed once, at shutdown (in the reverse order of the kits)."""
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class Described(Protocol):
+    """A service that says in a few words how it runs, for the start-up block (e.g. web_search's providers)."""
+
+    def describe(self) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -159,8 +159,7 @@ async def serve_all(settings: Settings, store: Store | None, stack: contextlib.A
         group = settings.group(kit.settings) if kit.settings is not None else None
         made = await kit.serve(Start(settings, group, store))
         if isinstance(made, Unavailable):
-            unavailable[kit.name] = made
-            log.info("%s: not running: %s", kit.name, made.why)  # the start-up block says how to enable it
+            unavailable[kit.name] = made  # the start-up block (startup.summary) says why, and how to enable it
             continue
         stack.push_async_callback(made.aclose)
         running[kit.name] = made

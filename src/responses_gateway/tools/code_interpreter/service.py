@@ -41,6 +41,11 @@ class CodeInterpreter:
         self.public_url = (public_url or "").rstrip("/")
         self.files = files
 
+    def describe(self) -> str:
+        options = self.registry.options
+        return (f"bubblewrap sandbox, {options.max_live} live containers, {options.limits.timeout:g} s a call, "
+                f"memory up to {options.max_memory}")
+
     def file_url(self, container_id: str, file_id: str) -> str:
         """Where a client fetches a container file (an `image` output's URL)."""
         return f"{self.public_url}/v1/containers/{container_id}/files/{file_id}/content"
@@ -78,16 +83,15 @@ class CodeInterpreter:
         shutil.rmtree(self.registry.options.base, ignore_errors=True)
 
 
-OFF = "the code interpreter is off (--code-interpreter), or this gateway keeps no state (--db none)"
-
-
 async def serve(start: Start[CodeInterpreterSettings]) -> CodeInterpreter | Unavailable:
     """The process's code interpreter; or why not: off, no store (containers live in the database), or the
     sandbox cannot run on this machine — then requests declaring the tool are refused with a 400 saying why
     (`--code-interpreter bubblewrap` refuses to start instead)."""
     settings, store = start.group, start.store
-    if settings.code_interpreter == "off" or store is None:
-        return Unavailable(OFF)
+    if settings.code_interpreter == "off":
+        return Unavailable("off (--code-interpreter off)")
+    if store is None:
+        return Unavailable("needs a store: its containers live in the database (it is off with --db none)")
     root = Path(settings.code_interpreter_dir or Path(tempfile.gettempdir()) / f"responses-gateway-{os.geteuid()}")
     base = root / f"p{os.getpid()}-{os.urandom(3).hex()}"
     root.mkdir(parents=True, exist_ok=True)
@@ -102,9 +106,8 @@ async def serve(start: Start[CodeInterpreterSettings]) -> CodeInterpreter | Unav
         shutil.rmtree(base, ignore_errors=True)
         if settings.code_interpreter == "bubblewrap":
             raise RuntimeError(f"code_interpreter: the sandbox cannot run on this machine: {problem}")
-        log.error("code_interpreter: the sandbox cannot run on this machine: %s. Requests declaring the "
-                  "code_interpreter tool are refused with a 400 saying so (--code-interpreter off leaves them "
-                  "to --hosted-tools instead).", problem)
+        # not an error: `auto` asks for the tool only where it can run (the start-up block says why not, and
+        # that --code-interpreter off leaves such requests to --hosted-tools instead)
         return Unavailable(problem, refuse=True)
     registry = Registry(sandbox, store.role(ContainerQueries), Options(
         base=base,

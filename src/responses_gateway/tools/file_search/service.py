@@ -71,8 +71,11 @@ class FileSearch:
     def start(self) -> None:
         self.ingestor.start()
         self.sweeper = asyncio.create_task(self.sweep_forever())
-        log.info("file_search: %s", f"embeddings from {self.embedder.url} ({self.embedder.model})"
-                 if self.embedder else "keyword-only search (no --embeddings-model)")
+
+    def describe(self) -> str:
+        if self.embedder is None:
+            return "keyword-only search (--embeddings-model adds vector search)"
+        return f"hybrid search, embeddings from {self.embedder.url} ({self.embedder.model})"
 
     async def sweep_forever(self) -> None:
         while True:

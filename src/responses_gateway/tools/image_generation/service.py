@@ -41,6 +41,10 @@ class ImageGeneration:
         self.retention = retention_seconds
         self.label = self.client.label
 
+    def describe(self) -> str:
+        model = f", model {self.model}" if self.model else ""
+        return f"images from {self.label}{model}, {self.limits.timeout:g} s a call"
+
     async def aclose(self) -> None:
         """The images server's pooled connections (at shutdown)."""
         self.client.close()

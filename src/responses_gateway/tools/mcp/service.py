@@ -15,6 +15,10 @@ class MCP:
     allow_hosts: tuple[str, ...] = ()
     timeout: float = 60.0
 
+    def describe(self) -> str:
+        hosts = ", ".join(self.allow_hosts) if self.allow_hosts else "none (--mcp-allow-hosts)"
+        return f"the servers requests name; private hosts allowed: {hosts}; {self.timeout:g} s a call"
+
     async def aclose(self) -> None:
         """Nothing is kept between responses: each opens its own sessions."""
 

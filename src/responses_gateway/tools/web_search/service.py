@@ -55,6 +55,9 @@ class WebSearch:
     def label(self) -> str:
         return " → ".join(s.provider.label for s in self.slots)
 
+    def describe(self) -> str:
+        return self.label
+
     async def aclose(self) -> None:
         """Each provider's connections (at shutdown)."""
         for slot in self.slots:
@@ -111,6 +114,4 @@ class WebSearch:
 
 
 def serve(config: WebSearchConfig) -> WebSearch:
-    search = WebSearch(config)
-    log.info("web_search: %s", search.label)
-    return search
+    return WebSearch(config)
