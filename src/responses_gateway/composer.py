@@ -21,7 +21,7 @@ from . import generation as g
 from .ids import new_id
 from .protocol.reasoning import seal
 from .tools.calls import ToolCalls
-from .tools.frame import OpenItem, Runner
+from .tools.frame import OpenItem, Runner, WholeCalls
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
@@ -268,6 +268,9 @@ class Composer(ToolCalls):
 
     next_seq = _next  # what the tool half numbers its events with (tools/calls.py)
 
+    def output_items(self) -> list[dict[str, Any]]:
+        return self.output
+
     def _lifecycle(self, kind: str) -> dict[str, Any]:
         snapshot = dict(self.response)
         snapshot["output"] = []
@@ -368,6 +371,12 @@ class Composer(ToolCalls):
         kind: str = ev.kind
         if runner is not None:
             item, kind = runner.item(ev), "gateway"
+            if isinstance(runner, WholeCalls):  # shown only once whole (tools/calls.py)
+                old = self.calls.pop(ev.key, None)
+                if old is not None:
+                    self._close_call(out, old, "completed")
+                self.calls[ev.key] = self.start_whole_call(runner, item)
+                return
         elif ev.kind == "custom":
             item = {"id": new_id("ctc"), "type": "custom_tool_call", "status": "in_progress",
                     "call_id": ev.call_id, "name": ev.name, "input": ""}

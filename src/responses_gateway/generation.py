@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-ToolKind = Literal["function", "custom", "tool_search"]
+ToolKind = Literal["function", "custom", "tool_search", "computer"]
 """How a tool is offered to the model: a JSON-arguments function, a freeform-input custom tool, or a
 client-run tool_search."""
 

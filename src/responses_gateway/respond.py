@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from time import monotonic
 from typing import Any
 
@@ -26,7 +27,7 @@ from .protocol.tools import Declared, found_tools, normalize_tools
 from .route import Route
 from .services import Services
 from .state import conversation_history, resolve
-from .tools.frame import Context, Kit, Runner, ToolServices
+from .tools.frame import Context, Kit, Lowering, Runner, ToolServices
 from .tools.history import keeps_apart, lower_tools, shown_item, stored_item
 from .tools.kits import order_of
 from .tools.loop import ToolLoop
@@ -82,11 +83,12 @@ async def prepare(services: Services, req: CreateResponse, owner: str, resolver:
     if req.truncation == "auto":
         upstream = Truncating(upstream, getattr(getattr(upstream, "route", None), "context_window", None))
     plan = None
-    render = lower_tools
+    lowering = Lowering(rule.route, settings)
+    render: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = partial(lower_tools, lowering=lowering)
     if trigger or req.context_management or has_compaction(history):
         from .compaction.step import plan_compaction  # crypto: only for requests that use compaction
 
-        plan = await plan_compaction(services, req, history, owner, trigger)
+        plan = await plan_compaction(services, req, history, owner, trigger, lowering)
         render = plan.render
     call = Call(req, await offload.run(render, history) if offload.is_large() else render(history), tools,
                 req.instructions, upstream_model)
@@ -172,7 +174,7 @@ async def preflight(declared: list[Declared], tools: ToolServices, owner: str,
         return
     for kit, group in by_kit(declared).items():
         if kit.admit is not None:
-            kit.admit(group, history)
+            kit.admit(group, history, tools.service(kit))
         if kit.preflight is not None:
             await kit.preflight(group, tools.service(kit), owner)
 

@@ -49,12 +49,13 @@ class UvicornThread:
 class GatewayServer(UvicornThread):
     """The real gateway (uvicorn + the ASGI app)."""
 
-    def __init__(self, settings: Settings, upstream=None, **options):
-        """`options`: more uvicorn settings (e.g. ssl_certfile/ssl_keyfile)."""
+    def __init__(self, settings: Settings, upstream=None, router=None, **options):
+        """`router`: an already built router (its rules' routes are what the request path reads);
+        `options`: more uvicorn settings (e.g. ssl_certfile/ssl_keyfile)."""
         self.settings = settings
         # The gateway's own protocols (edge.py), as `serve` runs them; GATEWAY_TEST_EDGE=0 runs uvicorn's
         # plain ones (the ASGI path the app also serves under another server), `http="httptools"` one test's.
         if os.environ.get("GATEWAY_TEST_EDGE", "1") != "0":
             options.setdefault("http", "responses_gateway.edge:EdgeProtocol")
             options.setdefault("ws", "responses_gateway.edge:EdgeWebSocketProtocol")
-        super().__init__(create_app(settings, upstream), name="gateway", **settings.server_options(), **options)
+        super().__init__(create_app(settings, upstream, router), name="gateway", **settings.server_options(), **options)

@@ -18,7 +18,7 @@ from ..tokens import item_tokens
 from ..tools.history import CLIENT_CALLS as CALLS
 
 KINDS = ("compaction", "context_compaction", "compaction_trigger")
-OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search_output")
+OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search_output", "computer_call_output")
 ROUND_TRIP = (*CALLS, *OUTPUTS, "compaction", "context_compaction")
 KEEP_TOKENS = 20_000  # estimated tokens of earlier messages kept verbatim beside a summary
 SUMMARY_PREFIX = "Summary of the earlier conversation (written when the context was compacted):\n\n"

@@ -27,6 +27,7 @@ from ..pipeline import Events, Stop
 from ..protocol.request import CreateResponse, compact_threshold
 from ..protocol.tools import Toolbox, found_tools, normalize_tools
 from ..tokens import estimate
+from ..tools.frame import NO_ROUTE, Lowering
 from ..tools.history import lower_tools
 from ..upstreams.base import Call
 from . import keys
@@ -58,7 +59,9 @@ anything no longer relevant. Reply with the summary only; do not call tools and 
 class Plan:
     """Compaction for one request: the sealed items it carries, opened, and whether it summarises first."""
 
-    def __init__(self, ring: Keyring | None, owner: str, summaries: dict[str, str], summarize: bool):
+    def __init__(self, ring: Keyring | None, owner: str, summaries: dict[str, str], summarize: bool,
+                 lowering: Lowering = NO_ROUTE):
+        self.lowering = lowering  # the route and settings the history is rendered for (tools/frame.py)
         self.ring = ring
         self.owner = owner
         self.summaries = summaries  # sealed content → summary, for every compaction item in play
@@ -66,11 +69,11 @@ class Plan:
 
     def render(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Raw items → what upstreams see (compaction items and gateway-run tools' items lowered)."""
-        return lower_tools(lower_compaction(items, self.summaries))
+        return lower_tools(lower_compaction(items, self.summaries), self.lowering)
 
 
 async def plan_compaction(services: Services, req: CreateResponse, history: list[dict[str, Any]], owner: str,
-                          trigger: bool) -> Plan:
+                          trigger: bool, lowering: Lowering = NO_ROUTE) -> Plan:
     """Raises APIError (400) before any event for a misplaced trigger or an item that does not open."""
     problem = misplaced_trigger(history)
     if problem is not None:
@@ -85,7 +88,7 @@ async def plan_compaction(services: Services, req: CreateResponse, history: list
             content = sealed(item)
             if content is not None and content not in summaries:
                 summaries[content] = ring.open(content, owner, f"input[{i}]")
-    result = Plan(ring, owner, summaries, trigger)
+    result = Plan(ring, owner, summaries, trigger, lowering)
     threshold = compact_threshold(req)
     if not trigger and threshold is not None:
         result.summarize = estimate(result.render(history), req.instructions, req.tools) > threshold

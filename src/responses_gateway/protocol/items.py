@@ -24,8 +24,6 @@ ASSISTANT_PARTS = ("output_text", "refusal", "input_text")
 UNSERVABLE = {
     "additional_tools": "'additional_tools' input items",
     "file_search_call": "Hosted file_search items",
-    "computer_call": "computer_call items",
-    "computer_call_output": "computer_call_output items",
     "image_generation_call": "image_generation_call items",
     "code_interpreter_call": "code_interpreter_call items",
     "local_shell_call": "local_shell_call items",

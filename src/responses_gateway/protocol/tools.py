@@ -58,6 +58,9 @@ class Tool:
     namespace: str | None = None
     deferred: bool = False
     runner: str | None = None
+    # A hosted tool some upstreams run natively (computer use): its declaration as the client gave it, for a
+    # Responses upstream (passed as it is) or Anthropic (its own computer tool); others see `parameters`.
+    spec: dict[str, Any] | None = None
 
 
 class ToolKind(Protocol):

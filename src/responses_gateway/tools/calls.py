@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .frame import Annotator, Events, Item, OpenItem, Runner, Spec
+from .frame import Annotator, Events, Item, OpenItem, Runner, Spec, WholeCalls
 
 
 class ToolCalls:
@@ -24,7 +24,12 @@ class ToolCalls:
     shown: Callable[[Item], Item] | None  # a gateway item as the client sees it
     kept: Callable[[Item], Item] | None  # a gateway item as the store keeps it
 
+    notes: list[tuple[int, list[Item]]]  # calls the model got wrong (WholeCalls): where, and what it is to see
+    retry: bool  # a step whose only calls were such: the model gets another step
+
     def init_tools(self) -> None:
+        self.notes = []
+        self.retry = False
         self.runners = {}
         self.annotators = ()
         self.pending = []
@@ -40,6 +45,9 @@ class ToolCalls:
         raise NotImplementedError
 
     def close_text(self, out: Events, status: str) -> None:
+        raise NotImplementedError
+
+    def output_items(self) -> list[Item]:
         raise NotImplementedError
 
     # -- set up by the tool loop (tools/loop.py) and respond.py ----------------------------------------
@@ -58,6 +66,24 @@ class ToolCalls:
     def keep(self, kept: Callable[[Item], Item]) -> None:
         """`kept`: a gateway-run tool's item as the store keeps it (a large part kept apart: `stored`)."""
         self.kept = kept
+
+    def model_output(self, output: list[Item]) -> list[Item]:
+        """This response's output as the model is to see it on its next step: the client's items, and in their
+        places the calls it got wrong with why (never shown to the client)."""
+        if not self.notes:
+            return output
+        merged: list[Item] = []
+        at = 0
+        for index, items in self.notes:
+            merged += output[at:index]
+            merged += items
+            at = index
+        return merged + output[at:]
+
+    def take_retry(self) -> bool:
+        """Whether the last step needs another for the model to correct a call (and forget it was asked)."""
+        retry, self.retry = self.retry, False
+        return retry
 
     def take_pending(self) -> list[OpenItem]:
         """The gateway-run calls whose arguments are whole, to be run now (each stays open until `end_call`)."""
@@ -110,9 +136,23 @@ class ToolCalls:
         out.append({"type": "response.output_item.done", "sequence_number": self.next_seq(),
                     "output_index": item.index, "item": item.item if shown is None else shown(item.item)})
 
+    def start_whole_call(self, runner: Runner, item: Item) -> OpenItem:
+        """A call of a `WholeCalls` runner: kept aside, out of the output, until its arguments are whole."""
+        return OpenItem("gateway", item, -1, runner)
+
     def close_tool_call(self, out: Events, call: OpenItem, runner: Runner, status: str) -> None:
         """The model finished writing a gateway-run call: run it (it waits in `pending`), or close it as it
-        stands (the tool says so); a call cut short (the response ends) fails."""
+        stands (the tool says so); a call cut short (the response ends) fails — or, never shown (a whole
+        call), is dropped."""
+        if call.index < 0 and isinstance(runner, WholeCalls):
+            if status != "completed":
+                return  # the client never saw it
+            made = runner.finished(call)
+            if isinstance(made, tuple):  # the model got it wrong: it sees why on its next step, the client nothing
+                self.notes.append((len(self.output_items()), list(made)))
+                self.retry = True
+                return
+            call = self.open_item(out, "gateway", made, runner)
         if status != "completed":
             out.extend(self.fail_call(call, "The response ended before the call could run."))
             return

@@ -44,8 +44,8 @@ if TYPE_CHECKING:  # types only: importing a kit stays cheap
     from ..route import Route
     from ..store import Store
 
-__all__ = ["Annotator", "Calls", "Context", "Declared", "Event", "Events", "Item", "Kit", "OpenItem", "Runner",
-           "Described", "Service", "Spec", "Start", "Tool", "ToolServices", "Unavailable"]
+__all__ = ["Annotator", "Calls", "Context", "Declared", "Event", "Events", "Item", "Kit", "Lowering", "NO_ROUTE", "OpenItem", "Runner",
+           "Described", "Service", "Spec", "Start", "Tool", "ToolServices", "Unavailable", "WholeCalls"]
 
 Event = dict[str, Any]
 Events = list[Event]
@@ -172,6 +172,17 @@ class Runner(Protocol):
         ...
 
 
+@runtime_checkable
+class WholeCalls(Protocol):
+    """A runner whose calls the client sees only whole (OpenAI streams a `computer_call` as `output_item.added`
+    with its action, then `.done`: no argument events). The composer shows nothing while the model writes the
+    call; once the arguments are whole, `finished` gives the item as the client sees it — or, for a call the
+    model got wrong, the call and its output as the model is to see them on its next step: the client sees
+    nothing of that attempt, and the model tries again (within the response's tool rounds)."""
+
+    def finished(self, call: OpenItem) -> Item | tuple[Item, Item]: ...
+
+
 # -- a tool's life in one process -----------------------------------------------------------------------
 
 class Service(Protocol):
@@ -206,6 +217,19 @@ class Start(Generic[S]):
     settings: Settings
     group: S
     store: Store | None
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """What a history is rendered for: the route the request goes to (a tool may lower its items in the
+    route's terms: computer use's coordinate profile, a Responses upstream that runs the tool itself) and the
+    deployment's settings (a tool's own group: how many screenshots the model keeps). Empty: no route known."""
+
+    route: Route | None = None
+    settings: Settings | None = None
+
+
+NO_ROUTE = Lowering()  # a history rendered with no route in view (tests; tools that only read items)
 
 
 @dataclass(frozen=True)
@@ -267,7 +291,9 @@ class Kit(Generic[S, T]):
     parse: Callable[[dict[str, Any], str], Declared]  # a declaration → Declared; raises APIError (400)
     echo: Callable[[Declared], dict[str, Any]]  # as the response's `tools` shows it (never secrets)
     normalize: Callable[[dict[str, Any], str], Item]  # an item of its types sent back as input
-    lower: Callable[[Item], tuple[Item, Item] | None]  # an item as upstreams see it: a call and its output
+    # an item as upstreams see it: a call and its output (either may be None: a call whose output is an item of
+    # its own, as a client-run tool's), or None (nothing)
+    lower: Callable[[Item], tuple[Item | None, Item | None] | None]
     start: Callable[[Sequence[Declared], Context[T]], Runner]
     shown: Callable[[Item, frozenset[str]], Item] = _shown  # the client's copy of an item, given include[]
     includes: tuple[str, ...] = ()  # the include[] values it honours
@@ -277,9 +303,10 @@ class Kit(Generic[S, T]):
     serve: Callable[[Start[S]], Awaitable[T | Unavailable]] | None = None
     routes: Sequence[BaseRoute] = ()
     # Optional: a check across all of a request's declarations of this kit (e.g. unique MCP server labels),
-    # raising APIError; and a pass over a whole history before `lower` (e.g. MCP's declined approvals).
+    # raising APIError; and a pass over a whole history before `lower`, for the route and settings it is
+    # rendered for (e.g. MCP's declined approvals; computer use's screenshots and coordinates).
     check: Callable[[Sequence[Declared]], None] | None = None
-    rewrite: Callable[[list[Item]], list[Item]] | None = None
+    rewrite: Callable[[list[Item], Lowering], list[Item]] | None = None
     # Optional: an async check against its service before the response starts (the declarations, the
     # service, the caller's owner id), raising APIError — e.g. file_search's vector stores must be the
     # caller's (a 404 rather than a failed call).
@@ -287,9 +314,10 @@ class Kit(Generic[S, T]):
     # Optional: its own expired rows removed from the store by `responses-gateway db purge`, said in words
     # ("3 expired vector stores"); while serving, its service sweeps them itself.
     purge: Callable[[Store], Awaitable[str]] | None = None
-    # Optional: a check of the declarations against the request's whole input, history included, raising
-    # APIError before any event (image_generation: a mask needs an image to apply to).
-    admit: Callable[[Sequence[Declared], Sequence[Item]], None] | None = None
+    # Optional: a check of the declarations against the request's whole input, history included, given its
+    # service, raising APIError before any event (image_generation: a mask needs an image to apply to;
+    # computer use: a screenshot within the size limit, safety checks acknowledged).
+    admit: Callable[[Sequence[Declared], Sequence[Item], T], None] | None = None
     # Optional: an item as the store keeps it, a large part kept elsewhere in the store (image_generation keeps
     # its image in the files store, so history reads stay small); and the reverse for a client reading stored
     # items (GET, input_items, a conversation's items), given the store and the caller's owner id.

@@ -15,23 +15,26 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .frame import NO_ROUTE, Lowering
 from .kits import kit_for_item
 
 if TYPE_CHECKING:
     from ..store import Store
 
-CLIENT_CALLS = ("function_call", "custom_tool_call", "tool_search_call")  # the calls the client runs itself
+# the calls the client runs itself: a response that makes one ends for the client to run it
+CLIENT_CALLS = ("function_call", "custom_tool_call", "tool_search_call", "computer_call")
 
 Item = dict[str, Any]
 
 
-def lower_tools(items: list[Item]) -> list[Item]:
-    """Raw items → what upstreams see: gateway-run items as function calls and their outputs."""
+def lower_tools(items: list[Item], lowering: Lowering = NO_ROUTE) -> list[Item]:
+    """Raw items → what upstreams see: gateway-run items as function calls and their outputs, for the route
+    and settings of `lowering`."""
     if not any(kit_for_item(item["type"]) is not None for item in items):
         return items
     for kit in {kit for item in items if (kit := kit_for_item(item["type"])) is not None}:
         if kit.rewrite is not None:
-            items = kit.rewrite(items)
+            items = kit.rewrite(items, lowering)
     out: list[Item] = []
     results: list[Item] = []  # outputs wait until the run of calls ends: one assistant turn, then results
     for item in items:
@@ -44,8 +47,10 @@ def lower_tools(items: list[Item]) -> list[Item]:
             continue
         pair = kit.lower(item)
         if pair is not None:
-            out.append(pair[0])
-            results.append(pair[1])
+            if pair[0] is not None:
+                out.append(pair[0])
+            if pair[1] is not None:
+                results.append(pair[1])
     return out + results
 
 

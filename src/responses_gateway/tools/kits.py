@@ -23,6 +23,7 @@ from ..config import Settings
 from ..protocol.tools import Toolbox
 from ..store import Store
 from .code_interpreter.kit import KIT as CODE_INTERPRETER
+from .computer.kit import KIT as COMPUTER
 from .file_search.kit import KIT as FILE_SEARCH
 from .frame import Kit, Start, ToolServices, Unavailable
 from .image_generation.kit import KIT as IMAGE_GENERATION
@@ -41,6 +42,7 @@ BUILTIN: tuple[AnyKit, ...] = (
     WEB_SEARCH,
     CODE_INTERPRETER,
     IMAGE_GENERATION,
+    COMPUTER,
     MCP,
 )
 

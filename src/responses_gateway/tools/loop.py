@@ -72,11 +72,12 @@ class ToolLoop:
         if self.rounds:
             self.call.tools.unforce()  # a forced tool choice applies to the first step only
         self.step_start = len(composer.output)
-        return replace(self.call, items=self.render(self.history + composer.output))
+        return replace(self.call, items=self.render(self.history + composer.model_output(composer.output)))
 
     async def after_step(self, composer: Composer) -> AsyncIterator[Events]:
         pending = composer.take_pending()
-        if not pending:
+        retry = composer.take_retry()  # a call the model got wrong: it sees why and tries again
+        if not pending and not retry:
             self.stop = Stop()
             return
         async for events in self._run(composer, pending):

@@ -24,7 +24,7 @@ from .. import generation as g
 from .. import offload
 from ..errors import UpstreamError, upstream_status_error
 from ..ids import new_id
-from .anthropic_messages import REDACTED, build_body, continued
+from .anthropic_messages import COMPUTER_BETA, REDACTED, build_body, continued, uses_computer
 from .base import Batch, Call, Route
 from .custom_input import CustomInputDecoder
 from .http import BodyStream, HTTPUpstream
@@ -66,8 +66,9 @@ class AnthropicUpstream(HTTPUpstream):
         return out
 
     async def open(self, call: Call) -> MessagesStream:
-        resp = await self.post(f"{self.api}/messages", await offload.run(build_body, call, self.route), call.request.model,
-                               upstream_http_error)
+        body = await offload.run(build_body, call, self.route)
+        headers = {**self.headers, "anthropic-beta": COMPUTER_BETA} if uses_computer(body) else None
+        resp = await self.post(f"{self.api}/messages", body, call.request.model, upstream_http_error, headers)
         return MessagesStream(resp, call, self.route)
 
     async def count_tokens(self, call: Call) -> int | None:

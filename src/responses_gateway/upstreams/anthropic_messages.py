@@ -104,6 +104,11 @@ def build_body(call: Call, route: Route) -> dict[str, Any]:
     return body
 
 
+def uses_computer(body: dict[str, Any]) -> bool:
+    """Whether the request offers Claude's computer tool (its beta header must go with it)."""
+    return any(t.get("type") == COMPUTER_TOOL for t in body.get("tools") or ())
+
+
 def _forces_tool(body: dict[str, Any]) -> bool:
     return body.get("tool_choice", {}).get("type") in ("any", "tool")
 
@@ -158,7 +163,18 @@ def _unsupported(param: str, what: str) -> UpstreamError:
 # -- tools --------------------------------------------------------------------------------------------------
 
 
+COMPUTER_TOOL = "computer_20250124"  # Claude's computer-use tool, and the beta that enables it
+COMPUTER_BETA = "computer-use-2025-01-24"
+DEFAULT_DISPLAY = (1024, 768)  # for OpenAI's `computer` tool, which declares no size
+
+
 def tool_spec(tool: Tool) -> dict[str, Any]:
+    if tool.kind == "computer":  # computer use: Claude's own tool, answering in the display's pixels
+        declared = tool.spec or {}
+        width = declared.get("display_width") or DEFAULT_DISPLAY[0]
+        height = declared.get("display_height") or DEFAULT_DISPLAY[1]
+        return {"type": COMPUTER_TOOL, "name": tool.wire_name, "display_width_px": width,
+                "display_height_px": height}
     spec = as_function(tool)
     spec["input_schema"] = spec.pop("parameters")
     return spec

@@ -151,13 +151,15 @@ class HTTPUpstream:
         data = (await self.get_json(f"{self.base}/models", http_error)).get("data") or []
         return [m for m in data if isinstance(m, dict) and "id" in m]
 
-    async def post(self, url: str, body: dict[str, Any], model: str, http_error: HTTPError) -> http1.Response:
-        """POST and wait for the upstream's answer headers; anything but 200 is raised as its HTTP error."""
+    async def post(self, url: str, body: dict[str, Any], model: str, http_error: HTTPError,
+                   headers: dict[str, str] | None = None) -> http1.Response:
+        """POST and wait for the upstream's answer headers; anything but 200 is raised as its HTTP error.
+        `headers`: this request's own (else the upstream's)."""
         route = self.route
         first_byte = _shortest(route.first_byte_timeout, route.total_timeout)
         try:
             async with asyncio.timeout(first_byte):
-                resp = await self.streams.post(url, self.headers, await _encoded(body))
+                resp = await self.streams.post(url, headers or self.headers, await _encoded(body))
         except http1.ConnectTimeout:
             raise timed_out("connect", route.connect_timeout, url) from None
         except TimeoutError:

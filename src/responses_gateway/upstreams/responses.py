@@ -130,7 +130,10 @@ def build_body(call: Call, route: Route) -> dict[str, Any]:
 
 
 def _tool(tool: Tool) -> dict[str, Any]:
-    """Offered flat: namespace members under their wire names, a client tool_search as a function."""
+    """Offered flat: namespace members under their wire names, a client tool_search as a function; a hosted
+    tool the upstream runs itself (computer use) as the client declared it."""
+    if tool.kind == "computer" and tool.spec is not None:
+        return dict(tool.spec)
     if tool.kind == "custom":
         out: dict[str, Any] = {"type": "custom", "name": tool.wire_name}
         if tool.description:
@@ -170,6 +173,8 @@ def to_input(items: list[dict[str, Any]], tag: str, reasoning_history: str = "re
         elif kind == "tool_search_output":
             out.append({"type": "function_call_output", "call_id": item["call_id"],
                         "output": orjson.dumps({"tools": tool_summary(item["tools"])}).decode()})
+        elif kind in ("computer_call", "computer_call_output"):  # the upstream runs computer use: as they are
+            out.append({k: v for k, v in item.items() if k not in ("id", "status")})
         elif kind == "reasoning":
             reasoning = _reasoning(item, tag, reasoning_history)
             if reasoning is not None:
@@ -376,6 +381,19 @@ class EventMapper:
             batch.append(g.ItemEnd())  # (a cut item is closed by the terminal event, with its real status)
         elif kind in ("function_call", "custom_tool_call"):
             self._settle(index, item.get("arguments" if kind == "function_call" else "input"), batch)
+        elif kind == "computer_call":
+            self._computer(index, item, batch)
+
+    def _computer(self, index: int, item: dict[str, Any], batch: list[Any]) -> None:
+        """The upstream's computer call, whole (OpenAI streams no argument events for it): to the computer kit,
+        which makes it the client's item as it is (tools/computer/)."""
+        tool = self.tools.get("computer")
+        given = item.get("call_id")
+        call_id = given if isinstance(given, str) and given else new_id("call")
+        batch.append(g.ToolCallStart(index, call_id, "computer", "computer", None,
+                                     tool.runner if tool is not None else None))
+        fields = {k: item[k] for k in ("action", "actions", "pending_safety_checks") if k in item}
+        batch.append(g.ToolCallDelta(index, orjson.dumps(fields).decode()))
 
     def _settle(self, index: int, final: Any, batch: list[Any]) -> None:
         """Pass on a call's input once the upstream closed it (module docstring), and finish the call."""

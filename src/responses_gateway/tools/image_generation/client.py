@@ -31,10 +31,10 @@ import orjson
 from ... import causes
 from ...net import http1
 from ...net.urls import safe_url
+from ...pictures import Picture, decoded_length
 from ...sse import SSEDecoder
 from . import b64, multipart
 from .fetch import FetchError, fetch_image
-from .pictures import Picture, decoded_length
 
 log = logging.getLogger("responses_gateway.image_generation")
 

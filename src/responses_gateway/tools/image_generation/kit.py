@@ -44,7 +44,7 @@ def check(declared: Sequence[Declared]) -> None:
                       declared[1].where)
 
 
-def admit(declared: Sequence[Declared], items: Sequence[Item]) -> None:
+def admit(declared: Sequence[Declared], items: Sequence[Item], service: Any = None) -> None:
     """A mask needs an image to apply to: one the user gives, or one drawn earlier in the conversation."""
     one = declared[0]
     opts: options.Options = one.config

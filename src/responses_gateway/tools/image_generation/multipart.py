@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .pictures import Picture
+from ...pictures import Picture
 
 
 def encode(fields: Mapping[str, Any], images: Sequence[Picture], mask: Picture | None) -> tuple[bytes, str]:

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from ...generation import ToolCallStart
 from ...ids import new_id
+from ...pictures import BadImage, Picture, picture, size_of
 from ...protocol.tools import ToolSet
 from ..frame import Annotator, Calls, Context, Declared, Events, Item, OpenItem, Spec
 from . import b64
@@ -36,7 +37,6 @@ from .client import Ask, ImagesError, Made, Partial
 from .function import parse_arguments
 from .history import ITEM, NoImage, Source, choose, images_in, this_turn
 from .options import Options
-from .pictures import BadImage, Picture, picture, size_of
 from .service import ImageGeneration
 
 T = TypeVar("T")

@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from ...pictures import BadImage, Picture, data_url_payload, decoded_length, picture
 from ...store import Store
 from . import b64, storage
 from .client import ImagesClient
 from .fetch import FetchError, fetch_image
 from .history import Source
 from .options import Mask
-from .pictures import BadImage, Picture, data_url_payload, decoded_length, picture
 
 log = logging.getLogger("responses_gateway.image_generation")
 

@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...ids import new_id
+from ...pictures import BadImage, Picture
 from ...store import Store
 from . import b64
-from .pictures import BadImage, Picture
 
 PURPOSE = "assistants_output"
 

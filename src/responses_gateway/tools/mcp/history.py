@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..frame import Lowering
+
 DECLINED = "The user declined to run this tool call."
 _DECLINED_MARK = "declined"  # set on an approval request the client declined, by `mark_declined` (never stored)
 
 Item = dict[str, Any]
 
 
-def mark_declined(items: list[Item]) -> list[Item]:
+def mark_declined(items: list[Item], lowering: Lowering | None = None) -> list[Item]:
     """Approval requests that a later `mcp_approval_response` declined, marked so `lower` can answer them."""
     declined = {i["approval_request_id"] for i in items
                 if i["type"] == "mcp_approval_response" and not i["approve"]}

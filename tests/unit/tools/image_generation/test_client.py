@@ -9,8 +9,8 @@ import base64
 
 import pytest
 
+from responses_gateway.pictures import picture
 from responses_gateway.tools.image_generation.client import Ask, ImagesClient, ImagesError, Made, Partial
-from responses_gateway.tools.image_generation.pictures import picture
 from tests.support import pngs
 from tests.support.fake_images import FakeImages, color_of
 

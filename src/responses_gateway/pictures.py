@@ -1,5 +1,6 @@
-"""Image bytes as the tool meets them: what format they are (from their first bytes, never from what a sender
-claims), how large they are in pixels, and the data URLs and base64 they arrive in (b64.py decodes).
+"""Image bytes as the image tools meet them (image_generation's results and edits, computer use's screenshots):
+what format they are (from their first bytes, never from what a sender claims), how large they are in pixels,
+and the data URLs and base64 they arrive in (tools/image_generation/b64.py decodes).
 
 The item's echoed `size` and `output_format` are read from the image itself when the images server does not
 say them: a PNG's IHDR, a JPEG's first start-of-frame, a WebP's VP8/VP8L/VP8X header. Nothing here decodes

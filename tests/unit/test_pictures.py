@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from responses_gateway.tools.image_generation import pictures
+from responses_gateway import pictures
 from tests.support import pngs
 
 

@@ -1,0 +1,109 @@
+"""The computer calls of one response: shown to the client only once whole, in the display's pixels.
+
+The gateway does not run a computer call: the response ends with it, for the client to act and answer with a
+screenshot (a `computer_call_output`) on its next request. What the gateway does is make the call OpenAI's:
+the action(s) the model wrote — in its own frame and shape (actions.py) — checked and mapped to the display
+(profiles.py), and the pending safety checks the deployment asks for (a page on a denied domain). A call the
+model got wrong (an unknown action, a point off the screen) never reaches the client: the model sees why on
+its next step, in the same response, and tries again (tools/calls.py, `WholeCalls`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+
+from ...generation import ToolCallStart
+from ...ids import new_id
+from ...protocol.tools import ToolSet
+from ..frame import Annotator, Calls, Context, Events, Item, OpenItem, Spec
+from . import actions, screens
+from .declaration import PREVIEW, Display
+from .lowering import FUNCTION
+from .profiles import Profile
+from .service import Computer
+
+
+class ComputerRunner:
+    timeout = 5.0  # never run by the gateway (the client runs the calls): the loop's deadline is moot
+
+    def __init__(self, display: Display, context: Context[Computer]):
+        self.display = display
+        route = context.route
+        self.native = route.kind if route is not None else "chat_completions"
+        shot = screens.latest(context.history)
+        declared = (display.width, display.height) if display.width and display.height else None
+        screen = (shot.size if shot is not None else None) or declared
+        # Claude is given the display's size and answers in its pixels; other models in their own frame
+        profile = Profile() if self.native == "anthropic" else context.service.profile(route)
+        self.frame = actions.Frame(profile, screen)
+        self.pending: list[Item] = []
+        domain = screens.denied(shot.current_url if shot is not None else None, context.service.settings.deny())
+        if domain is not None:
+            self.pending = [{"id": new_id("cu_sc"), "code": "sensitive_domain",
+                             "message": f"The current page is on {domain}, a domain this deployment lists as "
+                                        "denied (--computer-deny-domains): confirm before acting on it."}]
+
+    async def prelude(self, calls: Calls, tools: ToolSet) -> AsyncIterator[Events]:
+        return
+        yield
+
+    def item(self, start: ToolCallStart) -> Item:
+        return {"id": new_id("cu"), "type": "computer_call", "call_id": start.call_id, "status": "in_progress",
+                "pending_safety_checks": []}
+
+    def added(self, call: OpenItem) -> list[Spec]:
+        return []
+
+    def delta(self, call: OpenItem, text: str) -> list[Spec]:
+        return []  # no argument events: the call is shown whole (OpenAI's order)
+
+    def finished(self, call: OpenItem) -> Item | tuple[Item, Item]:
+        """The call as the client sees it, or — the model got it wrong — what the model is to read."""
+        item = call.item
+        try:
+            arguments: Any = orjson.loads(call.arguments or "{}")
+        except orjson.JSONDecodeError:
+            return self.wrong(call, "the arguments are not valid JSON")
+        if self.native == "responses":  # the upstream ran OpenAI's tool: its item as it is
+            for key in ("action", "actions", "pending_safety_checks"):
+                if key in arguments:
+                    item[key] = arguments[key]
+            item["status"] = "completed"
+            return item
+        try:
+            done = actions.from_model(arguments, self.frame)
+        except actions.BadAction as exc:
+            return self.wrong(call, str(exc))
+        if self.display.shape == PREVIEW:
+            if len(done) != 1:
+                return self.wrong(call, "give exactly one action per call")
+            item["action"] = done[0]
+        else:
+            item["actions"] = done
+        item["pending_safety_checks"] = list(self.pending)
+        item["status"] = "completed"
+        return item
+
+    def wrong(self, call: OpenItem, why: str) -> tuple[Item, Item]:
+        call_id = call.item["call_id"]
+        return ({"type": "function_call", "call_id": call_id, "name": FUNCTION, "arguments": call.arguments or "{}"},
+                {"type": "function_call_output", "call_id": call_id,
+                 "output": f"Error: {why}. Nothing was done on the screen; call the computer again, corrected."})
+
+    def complete(self, call: OpenItem) -> tuple[list[Spec], bool]:
+        return [], False  # the client runs it: the response ends with it
+
+    async def run(self, call: OpenItem, calls: Calls) -> AsyncIterator[Events]:
+        yield calls.fail_call(call, "computer calls are run by the client")
+
+    def failed(self, call: OpenItem, message: str) -> tuple[str | None, list[Spec]]:
+        return "incomplete", []
+
+    def annotator(self) -> Annotator | None:
+        return None
+
+    async def aclose(self) -> None:
+        pass
