@@ -256,7 +256,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
                 stack.push_async_callback(jobs.drain, settings.drain_timeout)  # first: running jobs end properly
             app.state.services = Services(settings, live, door, store, jobs, owners, tools=tools,
                                           toolbox=kits.toolbox(tools))
-            log.info("%s", summary(settings, live, store, len(keys), tools, kits.all_kits()))
+            for line in summary(settings, live, store, len(keys), tools, kits.all_kits()).splitlines():
+                log.info("%s", line)  # a line a record: every line of the log keeps its format
             if shared is not None and keys and store is None and not settings.owner_secret:
                 log.warning("per-key limits in Redis need the same owner secret in every process: without a "
                             "database, set --owner-secret, or each process limits its keys apart")

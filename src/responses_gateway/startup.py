@@ -107,13 +107,13 @@ def summary(settings: Settings, router: Router, store: Store | None, keys: int, 
     lines = ["what this gateway serves:"]
 
     def part(name: str, text: str) -> None:
-        lines.append(f"  {name:<17}{text}")
+        lines.append(f"  {name:<17}{text}")  # (the app logs each line as a record of its own)
 
     if settings.config:
         for label in router.labels:
             part("route", label)
     elif any(rule.route.kind == "demo" for rule in router.rules):
-        part("upstream", "DEMO MODE: answers come from a scripted demo model, not a real one "
+        part("upstream", "DEMO MODE: answers come from a scripted demo model, not a real model "
                          "(--upstream URL serves a real model server)")
     else:
         part("upstream", f"upstream: {router.upstreams[0].label}")
