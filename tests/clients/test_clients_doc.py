@@ -19,7 +19,6 @@ import httpx
 import pytest
 
 from tests.support import needs, snippets
-from tests.support.e2e_setup import ensure_venv
 from tests.support.node import require_node_packages
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,11 +132,9 @@ def run_node(folder: str, packages: tuple[str, ...], code: str, cwd: Path) -> su
 
 
 def llamaindex_python() -> str:
-    from tests.clients.test_llamaindex import INSTALL, PYTHON
+    from tests.clients.test_llamaindex import environment
 
-    ensure_venv("llamaindex")
-    needs.need("LlamaIndex's environment", PYTHON.exists(), INSTALL)
-    return str(PYTHON)
+    return str(environment())
 
 
 def run_codex(config: str, commands: str, where: Path) -> subprocess.CompletedProcess[str]:

@@ -24,10 +24,16 @@ INSTALL = "python3 -m venv tests/e2e/llamaindex/.venv && tests/e2e/llamaindex/.v
           "tests/e2e/llamaindex/requirements.txt"
 
 
-@pytest.fixture
-def run_llamaindex(gateway):
+def environment() -> Path:
+    """LlamaIndex's own Python (made on first use): skipped, or failed under CI, where it cannot be made."""
     ensure_venv("llamaindex")
     needs.need("LlamaIndex's environment", PYTHON.exists(), f"{PYTHON} is missing; make it with `{INSTALL}`")
+    return PYTHON
+
+
+@pytest.fixture
+def run_llamaindex(gateway):
+    environment()
 
     def run() -> dict:
         proc = subprocess.run([str(PYTHON), str(HERE / "responses_client.py"), "--base-url", f"{gateway.url}/v1"],
