@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -152,8 +153,15 @@ def run_codex(config: str, commands: str, where: Path) -> subprocess.CompletedPr
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
     env = {"PATH": f"{binary.parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}", "HOME": str(home),
            "LANG": "C.UTF-8", "NO_PROXY": "127.0.0.1,localhost"}
-    return subprocess.run(["bash", "-euc", commands], cwd=work, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=TIMEOUT, start_new_session=True)
+    # a session of its own: on timeout bash, Codex's node launcher and its native binary are killed together
+    with subprocess.Popen(["bash", "-euc", commands], cwd=work, env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
 @pytest.mark.parametrize("section", list(CLIENTS))
