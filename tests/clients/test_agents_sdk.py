@@ -7,18 +7,13 @@ the gateway; the gateway talks to the fake Chat Completions upstream, scripted p
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import os
 
 import openai
-import pytest
 
-if importlib.util.find_spec("agents") is None:
-    _install = "pip install openai-agents==0.24.0"
-    if os.environ.get("CI"):
-        pytest.fail(f"the OpenAI Agents SDK is not installed: .ci/run must run `{_install}`", pytrace=False)
-    pytest.skip(f"the OpenAI Agents SDK is not installed; install with `{_install}`", allow_module_level=True)
+from tests.support import needs
+
+needs.python_package("agents", "pip install openai-agents (in the `test` extra)")
 
 from agents import (  # noqa: E402
     Agent,

@@ -13,6 +13,7 @@ import pytest
 from responses_gateway.config import Settings
 from responses_gateway.route import Route
 from responses_gateway.upstreams.anthropic import AnthropicUpstream
+from tests.support import needs
 from tests.support.fake_anthropic import (
     FakeAnthropic,
     RecordedRequest,
@@ -116,7 +117,7 @@ def _agents_run(gateway, model_settings):
 
 def test_agents_sdk_reasoning_with_required_tool_choice(anthropic_gateway, fake):
     """Anthropic refuses thinking with a forced tool choice: the forced call goes without thinking."""
-    pytest.importorskip("agents")
+    needs.python_package("agents")
     from agents import ModelSettings
     from openai.types.shared import Reasoning
 
@@ -131,7 +132,7 @@ def test_agents_sdk_reasoning_with_required_tool_choice(anthropic_gateway, fake)
 
 def test_agents_sdk_two_turn_stateless_replays_the_signed_thinking(anthropic_gateway, fake):
     """The SDK sends its reasoning item back by id alone; the gateway's stored copy has the signed block."""
-    pytest.importorskip("agents")
+    needs.python_package("agents")
     from agents import ModelSettings
     from openai.types.shared import Reasoning
 

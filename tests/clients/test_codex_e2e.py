@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import needs
 from tests.support.e2e_setup import ensure_node_modules
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
 
@@ -82,10 +83,8 @@ def codex_bin() -> Path:
     if path.is_file():
         return path
     where = f"CODEX_BIN={explicit}" if explicit else str(path)
-    if os.environ.get("CI"):
-        pytest.fail(f"Codex CLI not found at {where}: `.ci/run` must run `{INSTALL}` before pytest.")
-    pytest.skip(f"Codex CLI not installed ({where}); install it with `{INSTALL}` "
-                "(or `cd tests/e2e/codex && npm install`).")
+    needs.need("the Codex CLI", False, f"not found at {where}; install it with `{INSTALL}`")
+    raise AssertionError("unreachable")  # need() skipped or failed
 
 
 def split(text: str, size: int) -> list[str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import needs
 from tests.support.e2e_setup import ensure_venv
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
 
@@ -23,13 +24,16 @@ INSTALL = "python3 -m venv tests/e2e/llamaindex/.venv && tests/e2e/llamaindex/.v
           "tests/e2e/llamaindex/requirements.txt"
 
 
+def environment() -> Path:
+    """LlamaIndex's own Python (made on first use): skipped, or failed under CI, where it cannot be made."""
+    ensure_venv("llamaindex")
+    needs.need("LlamaIndex's environment", PYTHON.exists(), f"{PYTHON} is missing; make it with `{INSTALL}`")
+    return PYTHON
+
+
 @pytest.fixture
 def run_llamaindex(gateway):
-    ensure_venv("llamaindex")
-    if not PYTHON.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{PYTHON} is missing: .ci/run must run `{INSTALL}`", pytrace=False)
-        pytest.skip(f"LlamaIndex's environment is missing; make it with `{INSTALL}`")
+    environment()
 
     def run() -> dict:
         proc = subprocess.run([str(PYTHON), str(HERE / "responses_client.py"), "--base-url", f"{gateway.url}/v1"],

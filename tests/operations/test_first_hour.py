@@ -81,24 +81,15 @@ def test_without_bubblewrap_ci_fails_saying_so(without_bwrap):
 def test_serve_says_in_one_block_what_is_on_and_off_and_a_missing_sandbox_is_no_error(without_bwrap, tmp_path):
     """The start-up block: each part with why it is off; bubblewrap missing under `--code-interpreter auto`
     (the default) makes the tool refused, said at INFO — it printed an ERROR on every start before."""
-    import httpx
-
     from tests.operations.test_cli import free_port
+    from tests.support.server import wait_healthy
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "responses_gateway", "serve", "--port", str(port), "--db",
                              str(tmp_path / "r.db")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=clean_env(PATH=without_bwrap, PYTHONPATH=str(ROOT / "src")))
     try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            import time
-
-            time.sleep(0.1)
+        wait_healthy(f"http://127.0.0.1:{port}", proc)
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=20)

@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-pytest.importorskip("opentelemetry.sdk")
+from tests.support import needs
+
+needs.python_package("opentelemetry.sdk")
 
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402

@@ -8,7 +8,7 @@ import httpx
 import openai
 import pytest
 
-from tests.support import backends
+from tests.support import backends, needs
 from tests.support.fake_chat import RecordedRequest, Stream, text_stream
 from tests.support.stream_check import check_stream
 
@@ -219,7 +219,8 @@ def test_concurrent_responses_lose_no_item(start_gateway, upstream):
 def test_agents_sdk_conversations_session_remembers(start_gateway, upstream):
     """The OpenAI Agents SDK keeps a session in a server-side conversation (`OpenAIConversationsSession`), and
     runs in one with `conversation_id`: both remember earlier turns through the gateway."""
-    agents = pytest.importorskip("agents")
+    needs.python_package("agents")
+    import agents
     from agents.memory import OpenAIConversationsSession
 
     agents.set_tracing_disabled(True)

@@ -10,6 +10,7 @@ The summary at the end of a run groups the skips by what was missing (conftest.p
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -47,3 +48,12 @@ def chromium() -> str:
 
 def valgrind() -> None:
     need("valgrind", shutil.which("callgrind_control") is not None, "apt-get install valgrind")
+
+
+def python_package(module: str, install: str = "pip install -e '.[test]'") -> None:
+    """A Python package the suite uses (the `test` extra has them all)."""
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        found = False
+    need(f"the Python package {module}", found, install)

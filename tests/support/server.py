@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import subprocess
 import threading
 import time
 
+import httpx
 import uvicorn
 
 from responses_gateway.app import create_app
@@ -59,3 +61,15 @@ class GatewayServer(UvicornThread):
             options.setdefault("http", "responses_gateway.edge:EdgeProtocol")
             options.setdefault("ws", "responses_gateway.edge:EdgeWebSocketProtocol")
         super().__init__(create_app(settings, upstream, router), name="gateway", **settings.server_options(), **options)
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, seconds: float = 30) -> bool:
+    """Wait until a gateway process answers `GET url/health` with 200; False if it exits or the time runs out."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return True
+        except httpx.TransportError:
+            time.sleep(0.1)
+    return False

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 
 import openai
-import pytest
 
 from responses_gateway.configure import make as make_settings
+from tests.support import needs
 from tests.support.code_interpreter import answer, code_call
 from tests.support.server import GatewayServer
 
-if importlib.util.find_spec("agents") is None:
-    pytest.skip("the OpenAI Agents SDK is not installed", allow_module_level=True)
+needs.python_package("agents", "pip install openai-agents (in the `test` extra)")
 
 from agents import Agent, CodeInterpreterTool, OpenAIResponsesModel, Runner, set_tracing_disabled  # noqa: E402
 from agents.items import ToolCallItem  # noqa: E402
-
-from tests.support import needs
 
 needs.bubblewrap()  # skipped with what to install where it is missing; a failure in CI
 

@@ -20,7 +20,7 @@ import pytest
 from responses_gateway.config import Settings
 from responses_gateway.tools.image_generation.settings import ImageGenerationSettings
 from tests import helpers
-from tests.support import pngs
+from tests.support import needs, pngs
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
 from tests.support.fake_images import color_of
 from tests.support.server import GatewayServer
@@ -362,7 +362,7 @@ def test_a_websocket_turn(ig_gateway, upstream, images):
 
 
 def test_the_agents_sdk_image_generation_tool(ig_gateway, upstream, images):
-    pytest.importorskip("agents")
+    needs.python_package("agents")
     import asyncio
 
     from agents import Agent, ImageGenerationTool, OpenAIResponsesModel, Runner, set_tracing_disabled

