@@ -148,6 +148,8 @@ class ToolSet:
                 self.by_wire_name[tool.wire_name] = tool
                 return
             runner = known.runner or tool.runner
+            if runner is not None and known.runner == tool.runner:
+                raise invalid(f"Invalid '{where}': only one '{runner}' tool may be given.", where)
             if runner is not None:
                 raise invalid(f"Invalid 'tools': the name '{tool.wire_name}' is reserved by the '{runner}' tool "
                               "that the gateway runs; give your tool another name.", where)
@@ -162,6 +164,19 @@ class ToolSet:
         keeps its first tool."""
         if tool.wire_name not in self.by_wire_name:
             self.add(tool, where)
+
+    def refit(self, old: Tool, new: Tool) -> None:
+        """A gateway-run tool offered in the terms of the route its request went to (computer use: the function
+        the route's model was trained with, Claude's own tool), once the response starts. A new name another
+        tool of the request already has leaves the tool as it was."""
+        if new.wire_name != old.wire_name and new.wire_name in self.by_wire_name:
+            return
+        self.offered = [new if t is old else t for t in self.offered]
+        if self.by_wire_name.get(old.wire_name) is old:
+            del self.by_wire_name[old.wire_name]
+        self.by_wire_name[new.wire_name] = new
+        if self.forced is old:
+            self.forced = new
 
     def withdraw_gateway(self) -> None:
         """No more gateway-run tools (`max_tool_calls` is spent): the model must answer, or call a client tool."""

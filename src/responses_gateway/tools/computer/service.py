@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ...route import Route
 from ..frame import Start
-from .profiles import Profile
+from .profiles import Profile, for_route
 from .settings import ComputerSettings
 
 
@@ -29,8 +29,7 @@ class Computer:
 
 
 def profile_for(route: Route | None, settings: ComputerSettings) -> Profile:
-    name = route.computer_profile if route is not None and route.computer_profile else settings.computer_profile
-    return Profile.named(name)
+    return for_route(route, settings.computer_profile)
 
 
 async def serve(start: Start[ComputerSettings]) -> Computer:

@@ -1,0 +1,54 @@
+"""The computer tool in the terms of the route a request goes to: the frame its model answers in, and the tool
+it is offered (the kit's `fit`, before the first step; the runner reads calls in the same frame).
+
+- Chat Completions: the route's profile (profiles.py) on the screenshot the model last saw — the function it
+  takes (`computer` or Qwen's `computer_use`, functions.py) described in that frame;
+- Anthropic: Claude's frame (claude.py) and its own versioned tool, told the screen's size in that frame;
+- Responses: the declaration as the client gave it (the upstream runs the tool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ...protocol.tools import Tool
+from ...route import Route
+from . import claude, functions, screens
+from .actions import Frame
+from .declaration import PREVIEW, Display
+from .profiles import for_route
+from .settings import ComputerSettings
+
+Item = dict[str, Any]
+
+
+def frame_for(display: Display, route: Route | None, model: str, settings: ComputerSettings,
+              history: Sequence[Item]) -> Frame:
+    """Where the route's model answers: its profile, the last screenshot it saw, the declared display."""
+    shot = screens.latest(history)
+    image = shot.size if shot is not None else None
+    declared = (display.width, display.height) if display.width and display.height else None
+    if route is not None and route.kind == "anthropic":
+        return claude.frame_for(model, image, declared)
+    return Frame(for_route(route, settings.computer_profile), image, declared)
+
+
+def offer(tool: Tool, display: Display, route: Route | None, model: str, frame: Frame) -> Tool:
+    """The tool as the route's model takes it."""
+    kind = route.kind if route is not None else "chat_completions"
+    if kind == "responses":
+        return tool  # the declaration as the client gave it (Tool.spec)
+    if kind == "anthropic":
+        return replace(tool, spec=claude.declaration(model, frame))
+    several = display.shape != PREVIEW
+    return replace(tool, wire_name=function_name(route, frame), description=functions.description(frame, several),
+                   parameters=functions.parameters(frame, several))
+
+
+def function_name(route: Route | None, frame: Frame) -> str:
+    """The name the model calls the computer by (Claude's tool is `computer`)."""
+    if route is not None and route.kind == "anthropic":
+        return "computer"
+    return frame.profile.function
