@@ -379,7 +379,7 @@ def test_a_conversation_carries_the_calls_and_screenshots(gw, upstream):
         assert kinds == ["message", "computer_call", "computer_call_output", "message"]
 
 
-def test_a_background_response_makes_the_call(gw, upstream):
+def test_a_background_response_makes_the_call_and_a_bad_screenshot_is_refused_before_queueing(gw, upstream):
     with gw() as gateway:
         sdk = client(gateway)
         upstream.enqueue(computer({"action": "double_click", "x": 7, "y": 8}))
@@ -390,6 +390,20 @@ def test_a_background_response_makes_the_call(gw, upstream):
             response = sdk.responses.retrieve(response.id)
         assert response.status == "completed"
         assert response.output[0].action.model_dump(exclude_none=True) == {"type": "double_click", "x": 7, "y": 8}
+        with pytest.raises(openai.BadRequestError) as caught:
+            sdk.responses.create(model="m", previous_response_id=response.id, tools=[PREVIEW], background=True,
+                                 input=[screenshot("call_1", "data:image/png;base64,AAAA")])
+        assert caught.value.body["code"] == "invalid_image" and len(upstream.requests) == 1
+
+
+@pytest.mark.parametrize("tool", [PREVIEW, {"type": "computer"}], ids=["computer_use_preview", "computer"])
+def test_a_forced_computer_tool_choice_forces_the_function_the_model_takes(gw, upstream, tool):
+    with gw(computer_profile="qwen3-vl") as gateway:
+        upstream.enqueue(computer({"action": "screenshot"}, name="computer_use"))
+        response = client(gateway).responses.create(model="m", input="Look.", tools=[tool],
+                                                    tool_choice={"type": tool["type"]})
+        assert response.tool_choice.type == tool["type"]
+        assert upstream.requests[0].body["tool_choice"] == {"type": "function", "function": {"name": "computer_use"}}
 
 
 def test_a_whole_loop_over_websocket(gw, upstream):
