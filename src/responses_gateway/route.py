@@ -21,10 +21,10 @@ ReasoningHistory = Literal["reasoning_content", "reasoning", "drop"]
 MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
 # Computer use on a vision model (tools/computer/profiles.py, docs/computer-use.md): the coordinates its actions
 # use — pixels of the screenshot as the model saw it (after its processor's resize), or 0..1000 / 0..999 of its
-# width and height — and the function it is offered: the gateway's `computer`, or the `computer_use` function
-# Qwen's models were trained with. A named profile presets them for a model family; a route may override each.
+# width and height — and the function it is offered: the gateway's `computer`, the `computer_use` function
+# Qwen's models were trained with, or UI-TARS's own action language in text (no tool calling). A named profile presets them for a model family; a route may override each.
 ComputerCoordinates = Literal["pixels", "normalized_1000", "normalized_999"]
-ComputerFunction = Literal["computer", "computer_use"]
+ComputerFunction = Literal["computer", "computer_use", "ui-tars"]
 COMPUTER_PROFILES = ("pixels", "ui-tars-1.5", "qwen2.5-vl", "opencua", "holo", "qwen3-vl", "glm-4.5v")
 
 

@@ -100,7 +100,6 @@ def called(request) -> list[dict]:
 # the function's description says of the model's frame
 PROFILES = [
     ("pixels", "computer", {"action": "click", "button": "left", "x": 640, "y": 400}, "(1280x800)"),
-    ("ui-tars-1.5", "computer", {"action": "click", "button": "left", "x": 644, "y": 406}, "(1288x812)"),
     ("qwen2.5-vl", "computer_use", {"action": "left_click", "coordinate": [644, 406]}, "resolution is 1288x812"),
     ("opencua", "computer", {"action": "click", "button": "left", "x": 644, "y": 406}, "(1288x812)"),
     ("holo", "computer", {"action": "click", "button": "left", "x": 644, "y": 406}, "(1288x812)"),
@@ -140,6 +139,60 @@ def test_each_profile_offers_its_function_maps_its_points_and_gets_the_screensho
     assert [m["role"] for m in messages][-6:] == ["assistant", "tool", "user", "assistant", "tool", "user"]
     assert [m.get("tool_call_id") for m in messages if m["role"] == "tool"] == ["call_1", "call_2"]
     assert sent_images(last) == [SHOT_URL] * 2
+
+
+def said(text: str) -> Stream:
+    """The model answers in text (streamed in two pieces)."""
+    return Stream(text_stream([text[:15], text[15:]]))
+
+
+def test_ui_tars_writes_its_actions_in_its_own_language_and_reads_its_history_so(gw, upstream):
+    """UI-TARS-1.5, served without tool calling: told its action space in the instructions, its answer's
+    Thought becomes reasoning and its Action the computer call; its earlier actions come back as it wrote
+    them, the screenshots as images in user messages."""
+    with gw(computer_profile="ui-tars-1.5") as gateway, httpx.Client(base_url=gateway.url, timeout=30) as http:
+        upstream.enqueue(said("Thought: I should look first.\nAction: wait()"))
+        first = stream(http, {"model": "m", "input": "Open the menu.", "tools": [PREVIEW],
+                              "instructions": "Be quick."}).response
+        assert [i["type"] for i in first["output"]] == ["reasoning", "computer_call"]
+        assert first["output"][0]["content"][0]["text"] == "I should look first."
+        assert first["output"][1]["action"] == {"type": "wait"}
+        sent = upstream.requests[0].body
+        assert "tools" not in sent and "tool_choice" not in sent
+        system = sent["messages"][0]
+        assert system["role"] in ("system", "developer") and "## Action Space" in system["content"]
+        assert system["content"].endswith("Be quick.")
+
+        upstream.enqueue(said("Thought: The menu is there.\nAction: click(start_box='<|box_start|>(644,406)<|box_end|>')"))
+        second = create(http, {"model": "m", "previous_response_id": first["id"], "tools": [PREVIEW],
+                               "input": [screenshot(first["output"][1]["call_id"])]})
+        clicked = second["output"][-1]
+        assert clicked["action"] == {"type": "click", "x": 640, "y": 400, "button": "left"}
+
+        upstream.enqueue(said("Thought: It opened.\nAction: finished(content='The menu is open.')"))
+        third = stream(http, {"model": "m", "previous_response_id": second["id"], "tools": [PREVIEW],
+                              "input": [screenshot(clicked["call_id"])]}).response
+        assert third["output"][-1]["content"][0]["text"] == "The menu is open."
+    messages = upstream.requests[2].body["messages"]
+    assert not any(m["role"] == "tool" or m.get("tool_calls") for m in messages)
+    spoken = [m["content"] for m in messages if m["role"] == "assistant"]
+    assert "Action: wait()" in spoken[0] and \
+        "Action: click(start_box='<|box_start|>(644,406)<|box_end|>')" in spoken[1]
+    assert sent_images(upstream.requests[2]) == [SHOT_URL] * 2
+    assert [m["role"] for m in messages][-4:] == ["assistant", "user", "assistant", "user"]
+
+
+def test_ui_tars_gets_its_mistake_back_in_words_and_tries_again(gw, upstream):
+    with gw(computer_profile="ui-tars-1.5") as gateway:
+        upstream.enqueue(said("Thought: Fly there.\nAction: fly(start_box='(1,1)')"),
+                         said("Thought: Click then.\nAction: click(start_box='(10,10)')"))
+        response = client(gateway).responses.create(model="m", input="Go.", tools=[PREVIEW])
+        # each attempt's thought is the model's reasoning; only the good call is the client's
+        assert [i.type for i in response.output] == ["reasoning", "reasoning", "computer_call"]
+        assert (response.output[2].action.x, response.output[2].action.y) == (10, 10)
+        retry = upstream.requests[1].body["messages"]
+        assert retry[-2]["role"] == "assistant" and "Action: fly(start_box='(1,1)')" in retry[-2]["content"]
+        assert retry[-1]["role"] == "user" and "unknown action 'fly'" in json.dumps(retry[-1]["content"])
 
 
 def test_a_route_sets_its_coordinates_and_its_models_resize(upstream, tmp_path):
@@ -507,6 +560,19 @@ def test_the_agents_sdk_computer_tool_drives_a_fake_computer_on_qwen3_vl(gw, ups
     assert len(sent_images(last)) == 3  # a screenshot after each of the three calls
     assert [m["role"] for m in last.body["messages"]][-3:] == ["assistant", "tool", "user"]
     assert offered(last)["name"] == "computer_use" and "resolution is 1000x1000" in offered(last)["description"]
+
+
+def test_the_agents_sdk_computer_tool_drives_a_fake_computer_on_ui_tars(gw, upstream):
+    """UI-TARS answers in text; the SDK gets reasoning items and computer calls, and the final answer."""
+    done: list[tuple] = []
+    with gw(computer_profile="ui-tars-1.5") as gateway:
+        upstream.enqueue(said("Thought: Look.\nAction: wait()"),
+                         said("Thought: The box.\nAction: click(start_box='(322,203)')"),
+                         said("Thought: Type.\nAction: type(content='hello\\n')"),
+                         said("Thought: Sent.\nAction: finished(content='Typed hello.')"))
+        assert run_agent(gateway, "ui-tars-1.5", "Type hello in the box.", fake_computer(done)) == "Typed hello."
+    assert [d for d in done if d[0] != "screenshot"] == [("wait",), ("click", 320, 200, "left"), ("type", "hello\n")]
+    assert len(sent_images(upstream.requests[-1])) == 3
 
 
 def test_the_agents_sdk_drives_the_preview_tool_through_every_kind_of_action(gw, upstream):

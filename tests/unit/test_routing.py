@@ -32,7 +32,7 @@ def test_bad_config_is_a_clear_error(tmp_path):
     ('computer_coordinates = "percent"', "routes[0]: computer_coordinates must be one of pixels, normalized_1000, "
                                          "normalized_999; got 'percent'"),
     ('computer_function = "computer_20250124"', "routes[0]: computer_function must be one of computer, "
-                                                "computer_use; got 'computer_20250124'"),
+                                                "computer_use, ui-tars; got 'computer_20250124'"),
     ("computer_max_pixels = 1e6", "routes[0]: computer_max_pixels must be an integer; got 1000000.0"),
     ("computer_min_pixels = 0", "routes[0]: computer_min_pixels must be a positive integer; got 0"),
 ])

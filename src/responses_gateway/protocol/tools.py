@@ -43,6 +43,17 @@ NO_KIT = "this gateway has no implementation of it"
 ToolMode = Literal["auto", "none", "required"]
 
 
+class TextCalls(Protocol):
+    """A tool the model calls in its own words instead of by tool calling (a GUI agent that answers
+    `Thought: ...` then `Action: click(start_box='(100,200)')`): what the model is told of it (in place of
+    the tool's declaration), and an answer's text read into its parts — the model's thinking, the call's
+    arguments (a JSON object, None: no call), and the text left to show as the answer."""
+
+    def prompt(self) -> str: ...
+
+    def read(self, text: str) -> tuple[str, str | None, str]: ...
+
+
 @dataclass(frozen=True)
 class Tool:
     """One callable the model is offered. `wire_name` is the name the upstream sees; `kind` the shape it is
@@ -61,6 +72,9 @@ class Tool:
     # A hosted tool some upstreams run natively (computer use): its declaration as the client gave it, for a
     # Responses upstream (passed as it is) or Anthropic (its own computer tool); others see `parameters`.
     spec: dict[str, Any] | None = None
+    # A tool the model calls in text rather than by tool calling (upstreams/text_calls.py): never offered as a
+    # function; its prompt joins the instructions and its calls are read out of the answer.
+    text_calls: TextCalls | None = None
 
 
 class ToolKind(Protocol):

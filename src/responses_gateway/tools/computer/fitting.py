@@ -2,7 +2,8 @@
 it is offered (the kit's `fit`, before the first step; the runner reads calls in the same frame).
 
 - Chat Completions: the route's profile (profiles.py) on the screenshot the model last saw — the function it
-  takes (`computer` or Qwen's `computer_use`, functions.py) described in that frame;
+  takes (`computer` or Qwen's `computer_use`, functions.py) described in that frame, or UI-TARS's action
+  language in text (uitars.py: the tool's `text_calls`, upstreams/text_calls.py);
 - Anthropic: Claude's frame (claude.py) and its own versioned tool, told the screen's size in that frame;
 - Responses: the declaration as the client gave it (the upstream runs the tool).
 """
@@ -20,8 +21,10 @@ from .actions import Frame
 from .declaration import PREVIEW, Display
 from .profiles import for_route
 from .settings import ComputerSettings
+from .uitars import UiTars
 
 Item = dict[str, Any]
+UI_TARS = UiTars()
 
 
 def frame_for(display: Display, route: Route | None, model: str, settings: ComputerSettings,
@@ -42,13 +45,16 @@ def offer(tool: Tool, display: Display, route: Route | None, model: str, frame: 
         return tool  # the declaration as the client gave it (Tool.spec)
     if kind == "anthropic":
         return replace(tool, spec=claude.declaration(model, frame))
+    if frame.profile.function == "ui-tars":  # no tool calling: its action language, in the instructions
+        return replace(tool, text_calls=UI_TARS)
     several = display.shape != PREVIEW
     return replace(tool, wire_name=function_name(route, frame), description=functions.description(frame, several),
                    parameters=functions.parameters(frame, several))
 
 
 def function_name(route: Route | None, frame: Frame) -> str:
-    """The name the model calls the computer by (Claude's tool is `computer`)."""
-    if route is not None and route.kind == "anthropic":
+    """The name the model calls the computer by (Claude's tool is `computer`, a text action language's calls
+    are the tool's own)."""
+    if (route is not None and route.kind == "anthropic") or frame.profile.function == "ui-tars":
         return "computer"
     return frame.profile.function

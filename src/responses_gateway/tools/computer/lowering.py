@@ -5,6 +5,8 @@
   `computer` or Qwen's `computer_use`), in the model's frame on the screenshot it was looking at; a
   `computer_call_output` becomes that call's output with the screenshot as an image (the Chat Completions
   adapter shows tool images in a user message after the tool messages, where every chat template takes them).
+- UI-TARS's action language (no tool calling): a call is the assistant's `Action: click(...)` in its frame, the
+  screenshot a user message with the image (uitars.py).
 - Anthropic: a call of Claude's computer tool in Claude's frame (claude.py), the screenshot a `tool_result` image.
 Only the last N screenshots (`--computer-keep-screenshots`) are images: older ones become a line of text, so a
 long session does not fill the model's context with images.
@@ -17,7 +19,7 @@ from typing import Any
 import orjson
 
 from ..frame import Lowering
-from . import NAME, claude, functions, screens
+from . import NAME, claude, functions, screens, uitars
 from .actions import Frame
 from .declaration import Display
 from .profiles import Profile, Size
@@ -36,6 +38,7 @@ def rewrite(items: list[Item], lowering: Lowering) -> list[Item]:
     settings = lowering.settings.group(ComputerSettings) if lowering.settings is not None else ComputerSettings()
     to_claude = kind == "anthropic"
     profile = claude.profile(lowering.model) if to_claude else profile_for(route, settings)
+    in_text = not to_claude and profile.function == "ui-tars"
     declared = _declared(lowering)
     shots = [i for i, item in enumerate(items) if item["type"] == "computer_call_output"]
     keep = settings.computer_keep_screenshots
@@ -44,11 +47,13 @@ def rewrite(items: list[Item], lowering: Lowering) -> list[Item]:
     image: Size | None = None  # the screenshot the model was looking at
     for i, item in enumerate(items):
         if item["type"] == "computer_call":
-            out.append(call(item, Frame(profile, image, declared), profile, claude_tool=to_claude))
+            frame = Frame(profile, image, declared)
+            out.append(written(item, frame) if in_text else call(item, frame, profile, claude_tool=to_claude))
         elif item["type"] == "computer_call_output":
             output = item.get("output") or {}
             image = screens.size(output.get("image_url")) or image
-            out.append(result(item, image=i not in old))
+            shown = result(item, image=i not in old)
+            out.append({"type": "message", "role": "user", "content": shown["output"]} if in_text else shown)
         else:
             out.append(item)
     return out
@@ -74,6 +79,26 @@ def call(item: Item, frame: Frame, profile: Profile, *, claude_tool: bool) -> It
         name = profile.function
     return {"type": "function_call", "call_id": item["call_id"], "name": name,
             "arguments": orjson.dumps(arguments).decode()}
+
+
+def written(item: Item, frame: Frame) -> Item:
+    """A computer call as a model that writes its actions in text wrote it (UI-TARS: `Action: click(...)`)."""
+    done = item.get("actions") or ([item["action"]] if isinstance(item.get("action"), dict) else [])
+    return said(orjson.dumps({"ui_tars": uitars.write(done[0], frame) if done else "wait()"}).decode())
+
+
+def said(arguments: str) -> Item:
+    """The assistant's answer that made a call in text, from the call's arguments (`{"ui_tars": action}`)."""
+    try:
+        action = orjson.loads(arguments).get("ui_tars", "")
+    except (orjson.JSONDecodeError, AttributeError):
+        action = ""
+    return {"type": "message", "role": "assistant",
+            "content": [{"type": "output_text", "text": f"Action: {action}", "annotations": []}]}
+
+
+def user_text(text: str) -> Item:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
 
 
 def result(item: Item, *, image: bool) -> Item:

@@ -7,7 +7,8 @@ width and height, GLM-4.5V in 0..999, Claude in pixels of the screenshot as Anth
 its image limits; others in the screenshot's own pixels. The client acts on its display: the declaration's
 size for `computer_use_preview` (a HiDPI screenshot may be larger), the screenshot's for `computer` (which
 declares none). A profile also names the function the model is offered (functions.py): the gateway's
-`computer`, or the `computer_use` function Qwen's models were trained with.
+`computer`, the `computer_use` function Qwen's models were trained with, or `ui-tars`: UI-TARS's own action
+language, in text (uitars.py).
 
 Named profiles preset all of it for a model family (`--computer-profile`, `computer_profile` of a route); a
 route may change each part (`computer_coordinates`, `computer_max_pixels`, `computer_min_pixels`,
@@ -115,8 +116,9 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     "pixels": Profile(),  # a model that answers in the screenshot's own pixels
-    # UI-TARS-1.5: absolute, on the smart-resized image (its README: min 100*28*28, max 16384*28*28 pixels)
-    "ui-tars-1.5": Profile("pixels", SmartResize(100 * 28 * 28, 16384 * 28 * 28)),
+    # UI-TARS-1.5: absolute, on the smart-resized image (its README: min 100*28*28, max 16384*28*28 pixels),
+    # written in its own action language (uitars.py)
+    "ui-tars-1.5": Profile("pixels", SmartResize(100 * 28 * 28, 16384 * 28 * 28), "ui-tars"),
     # Qwen2.5-VL: absolute, on the smart-resized image; trained with the `computer_use` function
     "qwen2.5-vl": Profile("pixels", SmartResize(), "computer_use"),
     "opencua": Profile("pixels", SmartResize()),  # OpenCUA-7B/32B (Qwen2.5-VL based)

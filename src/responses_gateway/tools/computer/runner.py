@@ -22,7 +22,7 @@ from ...generation import ToolCallStart
 from ...ids import new_id
 from ...protocol.tools import ToolSet
 from ..frame import Annotator, Calls, Context, Declared, Events, Item, OpenItem, Spec
-from . import actions, fitting, screens
+from . import actions, fitting, lowering, screens, uitars
 from .declaration import PREVIEW, Display
 from .service import Computer
 
@@ -75,6 +75,8 @@ class ComputerRunner:
             item["status"] = "completed"
             return item
         try:
+            if self.frame.profile.function == "ui-tars":  # its action as it wrote it (uitars.py)
+                arguments = uitars.actions(arguments if isinstance(arguments, dict) else {})
             done = actions.from_model(arguments, self.frame, self.cursor)
         except actions.BadAction as exc:
             return self.wrong(call, str(exc))
@@ -92,10 +94,11 @@ class ComputerRunner:
 
     def wrong(self, call: OpenItem, why: str) -> tuple[Item, Item]:
         call_id = call.item["call_id"]
-        return ({"type": "function_call", "call_id": call_id, "name": self.name,
-                 "arguments": call.arguments or "{}"},
-                {"type": "function_call_output", "call_id": call_id,
-                 "output": f"Error: {why}. Nothing was done on the screen; call the tool again, corrected."})
+        said = f"Error: {why}. Nothing was done on the screen; call the tool again, corrected."
+        if self.frame.profile.function == "ui-tars":  # no tool calls: its action as it wrote it, then why
+            return lowering.said(call.arguments or "{}"), lowering.user_text(said)
+        return ({"type": "function_call", "call_id": call_id, "name": self.name, "arguments": call.arguments or "{}"},
+                {"type": "function_call_output", "call_id": call_id, "output": said})
 
     def complete(self, call: OpenItem) -> tuple[list[Spec], bool]:
         return [], False  # the client runs it: the response ends with it
