@@ -260,6 +260,8 @@ def test_a_call_the_model_gets_wrong_is_never_shown_and_the_model_tries_again(gw
         added = kinds.index("response.output_item.added")
         assert kinds[added + 1] == "response.output_item.done"
         assert result.events[added]["item"]["action"]["type"] == "click"
+        assert (result.events[added]["item"]["status"], result.events[added + 1]["item"]["status"]) == (
+            "in_progress", "completed")
         assert not any("arguments" in k for k in kinds)
         stored = http.get(f"/v1/responses/{result.response['id']}").json()
         assert [i["call_id"] for i in stored["output"]] == ["good"]  # the attempts are not kept either

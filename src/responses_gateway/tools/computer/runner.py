@@ -72,7 +72,6 @@ class ComputerRunner:
             for key in ("action", "actions", "pending_safety_checks"):
                 if key in arguments:
                     item[key] = arguments[key]
-            item["status"] = "completed"
             return item
         try:
             if self.frame.profile.function == "ui-tars":  # its action as it wrote it (uitars.py)
@@ -89,8 +88,7 @@ class ComputerRunner:
         for action in done:
             self.cursor = actions.pointer_after(action, self.cursor)
         item["pending_safety_checks"] = list(self.pending)
-        item["status"] = "completed"
-        return item
+        return item  # added `in_progress`, with its action; done `completed` (complete)
 
     def wrong(self, call: OpenItem, why: str) -> tuple[Item, Item]:
         call_id = call.item["call_id"]
@@ -101,6 +99,7 @@ class ComputerRunner:
                 {"type": "function_call_output", "call_id": call_id, "output": said})
 
     def complete(self, call: OpenItem) -> tuple[list[Spec], bool]:
+        call.item["status"] = "completed"
         return [], False  # the client runs it: the response ends with it
 
     async def run(self, call: OpenItem, calls: Calls) -> AsyncIterator[Events]:
