@@ -15,7 +15,7 @@ from typing import Any
 
 from .actions import Frame
 from .keys import to_x11
-from .profiles import Fit, Profile, Size
+from .profiles import Fit, Profile
 
 # (model name pattern, tool type): the first that matches; models not listed get the newest
 VERSIONS = (
@@ -88,7 +88,3 @@ def to_claude(action: dict[str, Any], frame: Frame) -> dict[str, Any]:
 
 def _point(action: dict[str, Any], frame: Frame) -> list[int]:
     return list(frame.to_model(int(action.get("x") or 0), int(action.get("y") or 0)))
-
-
-def frame_for(model: str, image: Size | None, declared: Size | None) -> Frame:
-    return Frame(profile(model), image, declared)

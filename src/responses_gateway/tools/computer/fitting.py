@@ -19,12 +19,19 @@ from ...route import Route
 from . import claude, functions, screens
 from .actions import Frame
 from .declaration import PREVIEW, Display
-from .profiles import for_route
+from .profiles import Profile, for_route
 from .settings import ComputerSettings
 from .uitars import UiTars
 
 Item = dict[str, Any]
 UI_TARS = UiTars()
+
+
+def profile_for(route: Route | None, model: str, settings: ComputerSettings) -> Profile:
+    """The frame the route's model answers in: Claude's, or the route's profile (else the deployment's)."""
+    if route is not None and route.kind == "anthropic":
+        return claude.profile(model)
+    return for_route(route, settings.computer_profile)
 
 
 def frame_for(display: Display, route: Route | None, model: str, settings: ComputerSettings,
@@ -33,9 +40,7 @@ def frame_for(display: Display, route: Route | None, model: str, settings: Compu
     shot = screens.latest(history)
     image = shot.size if shot is not None else None
     declared = (display.width, display.height) if display.width and display.height else None
-    if route is not None and route.kind == "anthropic":
-        return claude.frame_for(model, image, declared)
-    return Frame(for_route(route, settings.computer_profile), image, declared)
+    return Frame(profile_for(route, model, settings), image, declared)
 
 
 def offer(tool: Tool, display: Display, route: Route | None, model: str, frame: Frame) -> Tool:

@@ -62,11 +62,6 @@ def function(display: Display) -> Tool:
                 runner=NAME, spec=echo_display(display))
 
 
-def check(declared: Sequence[Declared]) -> None:
-    if len(declared) > 1:
-        raise invalid(f"Invalid '{declared[1].where}': only one computer tool may be given.", declared[1].where)
-
-
 def echo_display(display: Display) -> dict[str, Any]:
     if display.shape != PREVIEW:
         return {"type": display.shape}
@@ -221,7 +216,6 @@ KIT: Kit[ComputerSettings, Computer] = Kit(
     start=start,
     shown=shown,
     includes=(IMAGES,),
-    check=check,
     rewrite=rewrite,
     settings=ComputerSettings,
     serve=serve,

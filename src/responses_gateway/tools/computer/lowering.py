@@ -22,8 +22,8 @@ from ..frame import Lowering
 from . import NAME, claude, functions, screens, uitars
 from .actions import Frame
 from .declaration import Display
+from .fitting import profile_for
 from .profiles import Profile, Size
-from .service import profile_for
 from .settings import ComputerSettings
 
 Item = dict[str, Any]
@@ -37,7 +37,7 @@ def rewrite(items: list[Item], lowering: Lowering) -> list[Item]:
         return items
     settings = lowering.settings.group(ComputerSettings) if lowering.settings is not None else ComputerSettings()
     to_claude = kind == "anthropic"
-    profile = claude.profile(lowering.model) if to_claude else profile_for(route, settings)
+    profile = profile_for(route, lowering.model, settings)
     in_text = not to_claude and profile.function == "ui-tars"
     declared = _declared(lowering)
     shots = [i for i, item in enumerate(items) if item["type"] == "computer_call_output"]

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from responses_gateway.tools.computer.claude import declaration, frame_for, to_claude, version
+from responses_gateway.tools.computer.actions import Frame
+from responses_gateway.tools.computer.claude import declaration, profile, to_claude, version
+
+
+def frame_for(model, image, declared):
+    return Frame(profile(model), image, declared)
 
 
 @pytest.mark.parametrize("model, kind", [
