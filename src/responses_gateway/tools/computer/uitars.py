@@ -50,6 +50,7 @@ ACTION = re.compile(r"^\s*Action:\s*", re.M)
 THOUGHT = re.compile(r"^\s*(?:Thought|Reflection):\s*", re.M)
 NUMBERS = re.compile(r"-?\d+(?:\.\d+)?")
 SCROLL_STEPS = 5  # what UI-TARS's own executor scrolls for one `scroll` (pyautogui clicks)
+MAX_ACTION = 20_000  # characters of an action parsed (a `type` of MAX_TEXT characters, quoted, fits)
 
 
 class UiTars:
@@ -79,6 +80,8 @@ def actions(arguments: dict[str, Any]) -> dict[str, Any]:
     written = arguments.get("ui_tars")
     if not isinstance(written, str):
         raise BadAction("write one action as the action space shows, e.g. Action: click(start_box='(100,200)')")
+    if len(written) > MAX_ACTION:
+        raise BadAction(f"an action is at most {MAX_ACTION} characters: type long text in several actions")
     expression = _expression(written.strip())
     if expression is None:  # several lines: the first action
         expression = _expression(written.strip().split("\n", 1)[0])

@@ -55,6 +55,8 @@ def test_each_action_as_openai_types_it(written, action):
     ("click(start_box=open('/etc/passwd'))", "quoted strings"),
     ("click(start_box='here')", "start_box needs a point"),
     ("click(start_box='(5000,20)')", "outside the screen"),
+    ("type(content='" + "a" * 30_000 + "')", "at most 20000 characters"),
+    ("click(start_box=" + "(" * 5000 + ")" * 5000 + ")", "cannot be read|quoted strings"),
 ])
 def test_a_mistake_says_what_to_correct(written, says):
     with pytest.raises(BadAction, match=says):
