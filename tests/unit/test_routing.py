@@ -50,17 +50,10 @@ def test_config_values_that_are_right_load(tmp_path):
     good = tmp_path / "routes.toml"
     good.write_text('[[routes]]\nmatch = "x"\nbase_url = "http://h"\nreasoning_history = "drop"\n'
                     'max_tokens_field = "max_completion_tokens"\nmax_tokens = 8192\nread_timeout = 30\n'
-                    'connect_timeout = 2.5\n')
+                    'connect_timeout = 2.5\ncomputer_profile = "qwen2.5-vl"\ncomputer_coordinates = "normalized_1000"\n'
+                    'computer_max_pixels = 1003520\ncomputer_min_pixels = 3136\ncomputer_function = "computer"\n')
     route = load_rules(str(good))[0].route
     assert (route.reasoning_history, route.max_tokens_field, route.max_tokens) == ("drop", "max_completion_tokens", 8192)
     assert (route.read_timeout, route.connect_timeout) == (30, 2.5)
-
-
-def test_a_routes_computer_use_settings_load(tmp_path):
-    good = tmp_path / "routes.toml"
-    good.write_text('[[routes]]\nmatch = "x"\nbase_url = "http://h"\ncomputer_profile = "qwen2.5-vl"\n'
-                    'computer_coordinates = "normalized_1000"\ncomputer_max_pixels = 1003520\n'
-                    'computer_min_pixels = 3136\ncomputer_function = "computer"\n')
-    route = load_rules(str(good))[0].route
     assert (route.computer_profile, route.computer_coordinates, route.computer_max_pixels, route.computer_min_pixels,
             route.computer_function) == ("qwen2.5-vl", "normalized_1000", 1003520, 3136, "computer")
