@@ -23,7 +23,7 @@ from .pipeline import OnFinal, Started, Steps, run
 from .protocol.items import normalize_input
 from .protocol.request import CreateResponse, check_include, conversation_id
 from .protocol.response import skeleton
-from .protocol.tools import Declared, found_tools, normalize_tools
+from .protocol.tools import Declared, Tool, ToolSet, found_tools, normalize_tools
 from .route import Route
 from .services import Services
 from .state import conversation_history, resolve
@@ -33,6 +33,7 @@ from .tools.kits import order_of
 from .tools.loop import ToolLoop
 from .truncation import Truncating
 from .upstreams.base import Batch, Call, EventStream, Upstream
+from .upstreams.text_calls import TextCallsUpstream
 
 # A conversation takes a response's input and output when it ends with these statuses (docs/conversations.md).
 APPENDED = ("completed", "incomplete")
@@ -83,7 +84,10 @@ async def prepare(services: Services, req: CreateResponse, owner: str, resolver:
     if req.truncation == "auto":
         upstream = Truncating(upstream, getattr(getattr(upstream, "route", None), "context_window", None))
     plan = None
-    lowering = Lowering(rule.route, settings)
+    lowering = Lowering(rule.route, settings, upstream_model, tuple(tools.gateway))
+    spoken = fit_tools(tools, lowering, history) if tools.gateway else None
+    if spoken is not None:  # a tool the model calls in text: told in the instructions, read out of the answer
+        upstream = TextCallsUpstream(upstream, spoken)
     render: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = partial(lower_tools, lowering=lowering)
     if trigger or req.context_management or has_compaction(history):
         from .compaction.step import plan_compaction  # crypto: only for requests that use compaction
@@ -177,6 +181,19 @@ async def preflight(declared: list[Declared], tools: ToolServices, owner: str,
             kit.admit(group, history, tools.service(kit))
         if kit.preflight is not None:
             await kit.preflight(group, tools.service(kit), owner)
+
+
+def fit_tools(tools: ToolSet, lowering: Lowering, history: list[dict[str, Any]]) -> Tool | None:
+    """The gateway-run tools offered in the route's terms (a kit's `fit`), before the first step; the one the
+    model calls in text, if one is (its `text_calls`)."""
+    spoken = None
+    for declared in tools.gateway:
+        fit = declared.kit.fit if isinstance(declared.kit, Kit) else None
+        if fit is not None:
+            for old, new in zip(declared.functions, fit(declared, lowering, history), strict=True):
+                tools.refit(old, new)
+                spoken = new if new.text_calls is not None else spoken
+    return spoken
 
 
 def start_runners(declared: list[Declared], tools: ToolServices, owner: str, req: CreateResponse,

@@ -19,19 +19,13 @@ ReasoningHistory = Literal["reasoning_content", "reasoning", "drop"]
 # The field that carries max_output_tokens upstream: "max_tokens" (every local server) or
 # "max_completion_tokens" (OpenAI's reasoning models reject max_tokens).
 MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
-# Computer use on a vision model (tools/computer/): the coordinates its actions use — pixels of the screenshot
-# as the model saw it, or 0..1000 / 0..999 of its width and height — and, for pixels, the largest image the
-# model's own processor lets through (Qwen2-VL's smart_resize, factor 28; None: the screenshot as it is).
+# Computer use on a vision model (tools/computer/profiles.py, docs/computer-use.md): the coordinates its actions
+# use — pixels of the screenshot as the model saw it (after its processor's resize), or 0..1000 / 0..999 of its
+# width and height — and the function it is offered: the gateway's `computer`, the `computer_use` function
+# Qwen's models were trained with, or UI-TARS's own action language in text (no tool calling). A named profile presets them for a model family; a route may override each.
 ComputerCoordinates = Literal["pixels", "normalized_1000", "normalized_999"]
-COMPUTER_PROFILES: dict[str, tuple[ComputerCoordinates, int | None]] = {
-    "pixels": ("pixels", None),  # a model that answers in the screenshot's own pixels
-    "ui-tars-1.5": ("pixels", 16384 * 28 * 28),  # UI-TARS-1.5: absolute, on the smart-resized image
-    "qwen2.5-vl": ("pixels", 12845056),  # Qwen2.5-VL: absolute, on the smart-resized image
-    "opencua": ("pixels", 12845056),  # OpenCUA (Qwen2.5-VL based)
-    "holo": ("pixels", 12845056),  # Holo1 / Holo1.5 (Qwen2.5-VL based)
-    "qwen3-vl": ("normalized_1000", None),  # Qwen3-VL: relative, 0..1000
-    "glm-4.5v": ("normalized_999", None),  # GLM-4.5V / GLM-4.1V: relative, 0..999
-}
+ComputerFunction = Literal["computer", "computer_use", "ui-tars"]
+COMPUTER_PROFILES = ("pixels", "ui-tars-1.5", "qwen2.5-vl", "opencua", "holo", "qwen3-vl", "glm-4.5v")
 
 
 @dataclass(frozen=True)
@@ -56,5 +50,10 @@ class Route:
     total_timeout: float | None = 3600.0
     context_window: int | None = None  # tokens; lets truncation "auto" fit the input before calling
     # computer use (tools/computer/): this route's coordinate profile, a name of COMPUTER_PROFILES (None: the
-    # --computer-profile default)
+    # --computer-profile default), and what the route changes of it: the coordinates, the model's input resize
+    # (smart_resize's pixel bounds), the function offered
     computer_profile: str | None = None
+    computer_coordinates: ComputerCoordinates | None = None
+    computer_max_pixels: int | None = None
+    computer_min_pixels: int | None = None
+    computer_function: ComputerFunction | None = None

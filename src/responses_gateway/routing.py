@@ -12,8 +12,9 @@ The config file is TOML:
     reasoning_history = "reasoning_content"   # reasoning_content | reasoning | drop (chat_completions, responses)
     max_tokens_field = "max_tokens"           # max_tokens | max_completion_tokens (chat_completions only)
     context_window = 32768                    # optional: tokens; truncation "auto" fits the input before calling
-    computer_profile = "qwen2.5-vl"           # optional: the coordinates of its computer-use actions
-                                              # (docs/computer-use.md)
+    computer_profile = "qwen2.5-vl"           # optional: how its computer-use actions are offered and read
+                                              # (docs/computer-use.md), with computer_coordinates,
+                                              # computer_max_pixels, computer_min_pixels, computer_function
     idle_timeout = 600                        # optional deadlines in seconds, with connect_timeout,
                                               # first_byte_timeout, total_timeout (docs/routing.md)
 
@@ -36,7 +37,15 @@ from functools import cached_property
 from typing import Any, get_args
 
 from .errors import APIError, UpstreamError, model_not_found
-from .route import COMPUTER_PROFILES, MaxTokensField, ReasoningHistory, Route, RouteKind
+from .route import (
+    COMPUTER_PROFILES,
+    ComputerCoordinates,
+    ComputerFunction,
+    MaxTokensField,
+    ReasoningHistory,
+    Route,
+    RouteKind,
+)
 from .upstreams.base import Upstream
 from .upstreams.registry import build_upstream
 
@@ -46,11 +55,14 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "kind": get_args(RouteKind),
     "reasoning_history": get_args(ReasoningHistory),
     "max_tokens_field": get_args(MaxTokensField),
-    "computer_profile": tuple(COMPUTER_PROFILES),
+    "computer_profile": COMPUTER_PROFILES,
+    "computer_coordinates": get_args(ComputerCoordinates),
+    "computer_function": get_args(ComputerFunction),
 }
 STRINGS = ("match", "base_url", "api_key_env", "api_key", "model")
 SECONDS = ("connect_timeout", "first_byte_timeout", "read_timeout", "idle_timeout", "total_timeout")
-NUMBERS = {"max_tokens": "an integer", "context_window": "an integer",
+NUMBERS = {"max_tokens": "an integer", "context_window": "an integer", "computer_max_pixels": "an integer",
+           "computer_min_pixels": "an integer",
            **{key: "a number of seconds" for key in SECONDS}}
 KEYS = {*CHOICES, *STRINGS, *NUMBERS}
 
@@ -91,7 +103,9 @@ def load_rules(path: str, environ: Mapping[str, str] | None = None) -> list[Rule
                 log.warning("%s: environment variable %s is not set", where, entry["api_key_env"])
         fields = {k: entry[k] for k in ("model", "max_tokens", "reasoning_history", "max_tokens_field",
                                         "connect_timeout", "first_byte_timeout", "read_timeout", "total_timeout",
-                                        "context_window", "computer_profile") if k in entry}
+                                        "context_window", "computer_profile", "computer_coordinates",
+                                        "computer_max_pixels", "computer_min_pixels", "computer_function")
+                  if k in entry}
         if "idle_timeout" in entry:  # the documented name of read_timeout
             fields["read_timeout"] = entry["idle_timeout"]
         rules.append(Rule(entry["match"], Route(kind=kind, base_url=entry.get("base_url", ""), api_key=key,

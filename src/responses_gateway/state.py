@@ -21,7 +21,7 @@ ID_PREFIX = {
     "message": "msg", "function_call": "fc", "function_call_output": "fco", "custom_tool_call": "ctc",
     "custom_tool_call_output": "ctco", "reasoning": "rs", "tool_search_call": "tsc", "tool_search_output": "tso",
     "mcp_approval_response": "mcpa", "mcp_call": "mcp", "mcp_list_tools": "mcpl", "mcp_approval_request": "mcpr",
-    "compaction": "cmp", "context_compaction": "cmp",
+    "compaction": "cmp", "context_compaction": "cmp", "computer_call": "cu", "computer_call_output": "cuo",
 }
 
 

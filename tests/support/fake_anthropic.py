@@ -9,6 +9,9 @@ API it may pad the JSON of a frame with spaces before its closing brace (`pad`).
 in a background thread, like fake_chat.FakeChatUpstream, and shares its script markers. Requests that
 Anthropic refuses (`request_problem`: forced tool choice with thinking, a tool-use continuation without its
 thinking block, temperature above 1, whitespace-only text, unsafe tool ids...) get its 400 instead of a script.
+Claude's computer-use tool (`computer_20251124`, `computer_20250124`, `computer_20241022`) is taken only with
+its beta header (`anthropic-beta: computer-use-2025-01-24`...), named `computer`, with the display's size in
+whole pixels (`computer_problem`); `computer_use_block` is Claude's call of it.
 
     with FakeAnthropic() as up:
         up.enqueue(message_stream(text_block(0, ["Hel", "lo"])))
@@ -32,7 +35,7 @@ __all__ = [
     "DROP", "Json", "Sleep", "Stream", "FakeAnthropic", "block_start", "content_delta", "block_stop",
     "dumps", "error_event", "error_json", "frame", "message_delta", "message_start", "message_stop",
     "message_stream", "ping", "redacted_block", "request_problem", "split", "text_block", "thinking_block", "tool_use_block",
-    "usage",
+    "usage", "computer_problem", "computer_use_block", "COMPUTER_TOOLS",
 ]
 
 SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
@@ -162,6 +165,12 @@ def tool_use_block(index: int, id: str, name: str, fragments: Iterable[str], pad
     ]
 
 
+def computer_use_block(index: int, id: str, action: dict) -> list[str]:
+    """Claude calling its computer tool: a tool_use block named `computer` whose input is the action."""
+    text = dumps(action)
+    return tool_use_block(index, id, "computer", [text[:7], text[7:]])
+
+
 def message_stream(*blocks: Sequence[str], stop_reason: str | None = "end_turn", input_tokens: int = 10,
                    output_tokens: int = 5, cache_read: int = 0, cache_creation: int = 0,
                    model: str = DEFAULT_MODEL, stop: bool = True, pad: int = 0) -> list[str]:
@@ -250,6 +259,32 @@ def request_problem(body: Any) -> str | None:
     return None
 
 
+# Claude's computer-use tool versions and the beta header each needs (Anthropic's tool reference)
+COMPUTER_TOOLS = {"computer_20251124": "computer-use-2025-11-24", "computer_20250124": "computer-use-2025-01-24",
+                  "computer_20241022": "computer-use-2024-10-22"}
+
+
+def computer_problem(body: Any, headers: dict[str, str]) -> str | None:
+    """What Anthropic answers 400 to in a request offering its computer tool, or None: a version without its
+    beta header is an unknown tool type; the tool is named `computer`, with a display size in pixels."""
+    betas = {b.strip() for b in headers.get("anthropic-beta", "").split(",")}
+    for i, tool in enumerate(body.get("tools") or () if isinstance(body, dict) else ()):
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if not isinstance(kind, str) or not kind.startswith("computer"):
+            continue
+        if kind not in COMPUTER_TOOLS or COMPUTER_TOOLS[kind] not in betas:
+            return (f"tools.{i}: Input tag '{kind}' found using 'type' does not match any of the expected tags: "
+                    "'bash_20250124', 'custom', 'text_editor_20250124', 'text_editor_20250728', "
+                    "'web_search_20250305'")
+        if tool.get("name") != "computer":
+            return f"tools.{i}.{kind}.name: Input should be 'computer'"
+        for key in ("display_width_px", "display_height_px"):
+            value = tool.get(key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                return f"tools.{i}.{kind}.{key}: Input should be a valid integer"
+    return None
+
+
 # --------------------------------------------------------------------------- server
 
 
@@ -286,7 +321,7 @@ class FakeAnthropic(FakeChatUpstream):
         """Refuse what Anthropic refuses (`request_problem`), recorded but without using a script."""
         recorded = await self._record(request)
         try:
-            problem = request_problem(recorded.body)
+            problem = request_problem(recorded.body) or computer_problem(recorded.body, recorded.headers)
         except (AttributeError, TypeError, KeyError):
             problem = "messages: Input should be a valid list of messages"
         if problem is None:

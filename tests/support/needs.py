@@ -46,6 +46,14 @@ def chromium() -> str:
     return found
 
 
+def playwright() -> None:
+    """Playwright's Python package (the test extra) driving the system's Chromium."""
+    try:
+        import playwright.async_api  # noqa: F401
+    except ImportError:
+        need("playwright", False, "pip install -e '.[test]' (the playwright package)")
+
+
 def valgrind() -> None:
     need("valgrind", shutil.which("callgrind_control") is not None, "apt-get install valgrind")
 

@@ -27,6 +27,14 @@ def test_bad_config_is_a_clear_error(tmp_path):
     ("model = 42", "routes[0]: model must be a string; got 42"),
     ('read_timeout = "600"', "routes[0]: read_timeout must be a number of seconds; got '600'"),
     ("connect_timeout = true", "routes[0]: connect_timeout must be a number of seconds; got True"),
+    ('computer_profile = "qwen2-vl"', "routes[0]: computer_profile must be one of pixels, ui-tars-1.5, qwen2.5-vl, "
+                                      "opencua, holo, qwen3-vl, glm-4.5v; got 'qwen2-vl'"),
+    ('computer_coordinates = "percent"', "routes[0]: computer_coordinates must be one of pixels, normalized_1000, "
+                                         "normalized_999; got 'percent'"),
+    ('computer_function = "computer_20250124"', "routes[0]: computer_function must be one of computer, "
+                                                "computer_use, ui-tars; got 'computer_20250124'"),
+    ("computer_max_pixels = 1e6", "routes[0]: computer_max_pixels must be an integer; got 1000000.0"),
+    ("computer_min_pixels = 0", "routes[0]: computer_min_pixels must be a positive integer; got 0"),
 ])
 def test_config_values_are_checked_at_startup(tmp_path, entry, message):
     """A typo in a route is refused when the file is loaded, naming the key and what it allows, instead of
@@ -42,7 +50,10 @@ def test_config_values_that_are_right_load(tmp_path):
     good = tmp_path / "routes.toml"
     good.write_text('[[routes]]\nmatch = "x"\nbase_url = "http://h"\nreasoning_history = "drop"\n'
                     'max_tokens_field = "max_completion_tokens"\nmax_tokens = 8192\nread_timeout = 30\n'
-                    'connect_timeout = 2.5\n')
+                    'connect_timeout = 2.5\ncomputer_profile = "qwen2.5-vl"\ncomputer_coordinates = "normalized_1000"\n'
+                    'computer_max_pixels = 1003520\ncomputer_min_pixels = 3136\ncomputer_function = "computer"\n')
     route = load_rules(str(good))[0].route
     assert (route.reasoning_history, route.max_tokens_field, route.max_tokens) == ("drop", "max_completion_tokens", 8192)
     assert (route.read_timeout, route.connect_timeout) == (30, 2.5)
+    assert (route.computer_profile, route.computer_coordinates, route.computer_max_pixels, route.computer_min_pixels,
+            route.computer_function) == ("qwen2.5-vl", "normalized_1000", 1003520, 3136, "computer")

@@ -65,6 +65,7 @@ ID_PREFIXES = {
     "code_interpreter_call": "ci_",
     "file_search_call": "fs_",
     "image_generation_call": "ig_",
+    "computer_call": "cu_",
 }
 
 #: The image_generation_call's own events, in the order OpenAI sends them (partial_image: any number, 0-3).
@@ -119,6 +120,9 @@ RULES: dict[str, str] = {
     "image.partial-index": "partial_image_index counts 0, 1, 2... within its item",
     "image.result": "an image_generation_call that sent .completed is done `completed` with its `result`; one done "
     "`failed` sent no .completed",
+    "computer.whole": "a computer_call is announced whole, its action (or actions) in output_item.added, and no "
+    "event refers to it before its output_item.done, which carries the same action (OpenAI streams no argument "
+    "events for it)",
     "terminal.items-closed": "every output item is done before the terminal event",
     "terminal.response-id": "the terminal response has the id of the opening events",
     "terminal.status": "the terminal response's status matches the terminal event",
@@ -280,6 +284,8 @@ class _Checker:
         if "output_index" not in ev and "item_id" not in ev:
             return
         item = self.item()
+        if item.added.get("type") == "computer_call" and type_ != "response.output_item.done":
+            self.note(False, "computer.whole", "an event about a computer_call before its output_item.done")
         for index_field, (added, done, where) in PARTS.items():
             if index_field in ev:
                 self.part_event(item, where, ev[index_field], added, done)
@@ -328,6 +334,9 @@ class _Checker:
         if not isinstance(index, int) or index in self.items:
             self.fail("item.index", f"output_index {index!r} announced twice")
         self.items[index] = _Item(index, item)
+        if item["type"] == "computer_call":
+            self.note(item.get("action") is not None or item.get("actions") is not None, "computer.whole",
+                      "a computer_call announced without its action")
         prefix = ID_PREFIXES.get(item["type"])
         item_id = item.get("id")
         if prefix and isinstance(item_id, str):
@@ -419,6 +428,10 @@ class _Checker:
     def item_done(self, item: _Item) -> None:
         done = self.ev.get("item") or {}
         item.done = done
+        if done.get("type") == "computer_call":
+            for name in ("action", "actions"):
+                self.note(_canon(done.get(name)) == _canon(item.added.get(name)), "computer.whole",
+                          f"the done computer_call's {name} differs from its .added")
         if done.get("type") == "image_generation_call":
             completed = "completed" in item.image
             if done.get("status") == "completed":

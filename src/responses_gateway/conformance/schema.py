@@ -246,7 +246,7 @@ DIFFERENCES: dict[str, dict[str, Any]] = {
             "HostedToolChoice": _obj({"type": {"enum": [
                 "file_search", "web_search", "web_search_2025_08_26", "web_search_preview",
                 "web_search_preview_2025_03_11", "code_interpreter", "image_generation", "computer_use_preview",
-                "mcp"]}}),
+                "computer", "mcp"]}}),
         },
         "add_properties": {"ResponseResource": {"tool_choice": {"oneOf": [
             {"$ref": "#/components/schemas/FunctionToolChoice"}, {"$ref": "#/components/schemas/ToolChoiceValueEnum"},
@@ -378,6 +378,46 @@ DIFFERENCES: dict[str, dict[str, Any]] = {
             },
             "ImageGenerationCallPartialImageStreamingEvent": _item_event(
                 "response.image_generation_call.partial_image", partial_image_b64=_STR, partial_image_index=_INT
+            ),
+        },
+    },
+    "computer_use": {
+        "why": "The document has no computer use shapes; OpenAI defines the `computer_use_preview` tool (display "
+        "size and environment) and the `computer` tool, computer_call items ({id, call_id, action or actions, "
+        "pending_safety_checks, status}; streamed whole: output_item.added with the action, then .done, no events "
+        "of their own) and the client's computer_call_output input items ({call_id, output: a computer_screenshot "
+        "with image_url or file_id, acknowledged_safety_checks}) (openai SDK: ComputerUsePreviewTool, "
+        "ComputerTool, ResponseComputerToolCall, ResponseComputerToolCallOutputItem, ComputerAction).",
+        "schemas": {
+            "ComputerUsePreviewTool": _obj(
+                {"type": _type("computer_use_preview"), "display_width": _INT, "display_height": _INT,
+                 "environment": {"enum": ["windows", "mac", "linux", "ubuntu", "browser"]}},
+                unions=_TOOL,
+            ),
+            "ComputerTool": _obj({"type": _type("computer")}, unions=_TOOL),
+            "ComputerCall": _obj(
+                {"type": _type("computer_call"), "id": _STR, "call_id": _STR,
+                 "pending_safety_checks": {"type": "array", "items": _obj({"id": _STR}, {
+                     "code": _NULLABLE_STR, "message": _NULLABLE_STR})},
+                 "status": {"enum": ["in_progress", "completed", "incomplete"]}},
+                {"action": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/ComputerAction"}]},
+                 "actions": {"type": ["array", "null"], "items": {"$ref": "#/components/schemas/ComputerAction"}}},
+                _OUTPUT_AND_INPUT,
+            ),
+            "ComputerAction": _obj({"type": {"enum": ["click", "double_click", "drag", "keypress", "move",
+                                                      "screenshot", "scroll", "type", "wait"]}},
+                                   {"x": _INT, "y": _INT, "button": {"enum": ["left", "right", "wheel", "back",
+                                                                              "forward"]},
+                                    "keys": {"type": ["array", "null"], "items": _STR}, "text": _STR,
+                                    "scroll_x": _INT, "scroll_y": _INT,
+                                    "path": {"type": "array", "items": _obj({"x": _INT, "y": _INT})}}),
+            "ComputerCallOutput": _obj(
+                {"type": _type("computer_call_output"), "call_id": _STR,
+                 "output": _obj({"type": _type("computer_screenshot")},
+                                {"image_url": _NULLABLE_STR, "file_id": _NULLABLE_STR})},
+                {"id": _STR, "status": {"enum": ["in_progress", "completed", "incomplete", "failed"]},
+                 "acknowledged_safety_checks": {"type": ["array", "null"], "items": _obj({"id": _STR})}},
+                ["ItemParam"],
             ),
         },
     },

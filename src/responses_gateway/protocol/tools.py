@@ -43,6 +43,17 @@ NO_KIT = "this gateway has no implementation of it"
 ToolMode = Literal["auto", "none", "required"]
 
 
+class TextCalls(Protocol):
+    """A tool the model calls in its own words instead of by tool calling (a GUI agent that answers
+    `Thought: ...` then `Action: click(start_box='(100,200)')`): what the model is told of it (in place of
+    the tool's declaration), and an answer's text read into its parts — the model's thinking, the call's
+    arguments (a JSON object, None: no call), and the text left to show as the answer."""
+
+    def prompt(self) -> str: ...
+
+    def read(self, text: str) -> tuple[str, str | None, str]: ...
+
+
 @dataclass(frozen=True)
 class Tool:
     """One callable the model is offered. `wire_name` is the name the upstream sees; `kind` the shape it is
@@ -61,6 +72,9 @@ class Tool:
     # A hosted tool some upstreams run natively (computer use): its declaration as the client gave it, for a
     # Responses upstream (passed as it is) or Anthropic (its own computer tool); others see `parameters`.
     spec: dict[str, Any] | None = None
+    # A tool the model calls in text rather than by tool calling (upstreams/text_calls.py): never offered as a
+    # function; its prompt joins the instructions and its calls are read out of the answer.
+    text_calls: TextCalls | None = None
 
 
 class ToolKind(Protocol):
@@ -148,6 +162,8 @@ class ToolSet:
                 self.by_wire_name[tool.wire_name] = tool
                 return
             runner = known.runner or tool.runner
+            if runner is not None and known.runner == tool.runner:
+                raise invalid(f"Invalid '{where}': only one '{runner}' tool may be given.", where)
             if runner is not None:
                 raise invalid(f"Invalid 'tools': the name '{tool.wire_name}' is reserved by the '{runner}' tool "
                               "that the gateway runs; give your tool another name.", where)
@@ -162,6 +178,19 @@ class ToolSet:
         keeps its first tool."""
         if tool.wire_name not in self.by_wire_name:
             self.add(tool, where)
+
+    def refit(self, old: Tool, new: Tool) -> None:
+        """A gateway-run tool offered in the terms of the route its request went to (computer use: the function
+        the route's model was trained with, Claude's own tool), once the response starts. A new name another
+        tool of the request already has leaves the tool as it was."""
+        if new.wire_name != old.wire_name and new.wire_name in self.by_wire_name:
+            return
+        self.offered = [new if t is old else t for t in self.offered]
+        if self.by_wire_name.get(old.wire_name) is old:
+            del self.by_wire_name[old.wire_name]
+        self.by_wire_name[new.wire_name] = new
+        if self.forced is old:
+            self.forced = new
 
     def withdraw_gateway(self) -> None:
         """No more gateway-run tools (`max_tool_calls` is spent): the model must answer, or call a client tool."""

@@ -221,12 +221,16 @@ class Start(Generic[S]):
 
 @dataclass(frozen=True)
 class Lowering:
-    """What a history is rendered for: the route the request goes to (a tool may lower its items in the
-    route's terms: computer use's coordinate profile, a Responses upstream that runs the tool itself) and the
-    deployment's settings (a tool's own group: how many screenshots the model keeps). Empty: no route known."""
+    """What a history is rendered for: the route the request goes to and the model name sent to it (a tool may
+    lower its items in the route's terms: computer use's coordinate profile, Claude's computer tool, a
+    Responses upstream that runs the tool itself), the deployment's settings (a tool's own group: how many
+    screenshots the model keeps) and the request's declarations of gateway-run tools (the display a computer
+    tool names). Empty: no route known."""
 
     route: Route | None = None
     settings: Settings | None = None
+    model: str = ""
+    declared: tuple[Declared, ...] = ()
 
 
 NO_ROUTE = Lowering()  # a history rendered with no route in view (tests; tools that only read items)
@@ -323,3 +327,8 @@ class Kit(Generic[S, T]):
     # items (GET, input_items, a conversation's items), given the store and the caller's owner id.
     stored: Callable[[Item], Item] | None = None
     restore: Callable[[list[Item], Store, str], Awaitable[None]] | None = None
+    # Optional: the functions a declaration offers, in the terms of the route its request goes to (`Lowering`:
+    # the route, the model, the settings), given the history before the response — one for each of its
+    # `functions`, replacing it before the first step (computer use: the function the route's model was
+    # trained with and its frame, Claude's own versioned tool). Without it, `functions` as parsed.
+    fit: Callable[[Declared, Lowering, Sequence[Item]], tuple[Tool, ...]] | None = None

@@ -24,7 +24,7 @@ from .. import generation as g
 from .. import offload
 from ..errors import UpstreamError, upstream_status_error
 from ..ids import new_id
-from .anthropic_messages import COMPUTER_BETA, REDACTED, build_body, continued, uses_computer
+from .anthropic_messages import REDACTED, build_body, computer_beta, continued
 from .base import Batch, Call, Route
 from .custom_input import CustomInputDecoder
 from .http import BodyStream, HTTPUpstream
@@ -67,7 +67,11 @@ class AnthropicUpstream(HTTPUpstream):
 
     async def open(self, call: Call) -> MessagesStream:
         body = await offload.run(build_body, call, self.route)
-        headers = {**self.headers, "anthropic-beta": COMPUTER_BETA} if uses_computer(body) else None
+        beta = computer_beta(body)
+        headers = None
+        if beta is not None:  # beside any beta the route already sends
+            given = self.headers.get("anthropic-beta")
+            headers = {**self.headers, "anthropic-beta": f"{given},{beta}" if given else beta}
         resp = await self.post(f"{self.api}/messages", body, call.request.model, upstream_http_error, headers)
         return MessagesStream(resp, call, self.route)
 

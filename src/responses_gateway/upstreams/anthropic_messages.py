@@ -104,9 +104,13 @@ def build_body(call: Call, route: Route) -> dict[str, Any]:
     return body
 
 
-def uses_computer(body: dict[str, Any]) -> bool:
-    """Whether the request offers Claude's computer tool (its beta header must go with it)."""
-    return any(t.get("type") == COMPUTER_TOOL for t in body.get("tools") or ())
+def computer_beta(body: dict[str, Any]) -> str | None:
+    """The beta a request's computer tool needs (`computer_20250124` → `computer-use-2025-01-24`), or None."""
+    for tool in body.get("tools") or ():
+        found = COMPUTER_TYPE.fullmatch(str(tool.get("type")))
+        if found is not None:
+            return "computer-use-{}-{}-{}".format(*found.groups())
+    return None
 
 
 def _forces_tool(body: dict[str, Any]) -> bool:
@@ -163,14 +167,16 @@ def _unsupported(param: str, what: str) -> UpstreamError:
 # -- tools --------------------------------------------------------------------------------------------------
 
 
-COMPUTER_TOOL = "computer_20250124"  # Claude's computer-use tool, and the beta that enables it
-COMPUTER_BETA = "computer-use-2025-01-24"
+COMPUTER_TYPE = re.compile(r"computer_(\d{4})(\d{2})(\d{2})")  # Claude's versioned computer-use tool types
+COMPUTER_TOOL = "computer_20250124"  # the version a computer tool not fitted to the model is given
 DEFAULT_DISPLAY = (1024, 768)  # for OpenAI's `computer` tool, which declares no size
 
 
 def tool_spec(tool: Tool) -> dict[str, Any]:
     if tool.kind == "computer":  # computer use: Claude's own tool, answering in the display's pixels
         declared = tool.spec or {}
+        if COMPUTER_TYPE.fullmatch(str(declared.get("type"))):  # fitted to the model (tools/computer/claude.py)
+            return dict(declared)
         width = declared.get("display_width") or DEFAULT_DISPLAY[0]
         height = declared.get("display_height") or DEFAULT_DISPLAY[1]
         return {"type": COMPUTER_TOOL, "name": tool.wire_name, "display_width_px": width,

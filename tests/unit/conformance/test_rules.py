@@ -529,6 +529,44 @@ def test_a_failed_image_call_after_completed_is_caught():
         check_stream(encode(events))
 
 
+def computer_call(index: int, **action) -> list[dict]:
+    """A computer_call as OpenAI streams it: added with its action, then done; no events of its own."""
+    item = {"type": "computer_call", "id": "cu_1", "call_id": "call_1", "status": "in_progress",
+            "pending_safety_checks": [], "action": action or {"type": "click", "x": 1, "y": 2, "button": "left"}}
+    return [{"type": "response.output_item.added", "output_index": index, "item": item},
+            {"type": "response.output_item.done", "output_index": index, "item": {**item, "status": "completed"}}]
+
+
+def test_a_whole_computer_call_passes():
+    check_stream(encode(stream(computer_call(0))))
+
+
+COMPUTER_BROKEN = {
+    "announced without its action": (
+        lambda e: [*e[:2], {**e[2], "item": {k: v for k, v in e[2]["item"].items() if k != "action"}}, *e[3:]],
+        r"a computer_call announced without its action"),
+    "an argument event about it": (
+        lambda e: [*e[:3], {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "cu_1",
+                            "delta": "{"}, *e[3:]],
+        r"an event about a computer_call before its output_item.done"),
+    "done with another action": (lambda e: edit_done_item(e, 0, action={"type": "wait"}),
+                                 r"the done computer_call's action differs from its .added"),
+    "id without cu_": (lambda e: [e[0], e[1], {**e[2], "item": {**e[2]["item"], "id": "fc_1"}},
+                                  {**e[3], "item": {**e[3]["item"], "id": "fc_1"}}, e[4]],
+                       r"computer_call item with id 'fc_1', expected the prefix cu_"),
+}
+
+
+@pytest.mark.parametrize("case", COMPUTER_BROKEN)
+def test_a_broken_computer_call_is_caught(case):
+    mutate, message_re = COMPUTER_BROKEN[case]
+    events = mutate(stream(computer_call(0)))
+    if case == "id without cu_":
+        events[-1]["response"]["output"][0]["id"] = "fc_1"
+    with pytest.raises(AssertionError, match=message_re):
+        check_stream(encode(events))
+
+
 @pytest.mark.parametrize("case", BROKEN)
 def test_broken_stream_is_caught(case):
     mutate, message_re = BROKEN[case]

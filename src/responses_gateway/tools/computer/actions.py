@@ -1,11 +1,13 @@
-"""Computer actions as OpenAI types them (openai-python's `ResponseComputerToolCall` actions), from the shapes
-models write them in, checked; and back into those shapes for a model reading an earlier call.
+"""Computer actions as OpenAI types them (openai-python's `ResponseComputerToolCall` actions), read from the
+shapes models write them in, checked, in the display's pixels.
 
-A model may write: this gateway's `computer` function (`{"action": "click", "x": .., "y": ..}` or
-`{"actions": [...]}`), an action object (`{"action": {"type": "click", ...}}`), Claude's computer tool
-(`{"action": "left_click", "coordinate": [x, y]}`), or the aliases GUI-agent models use (`left_click`,
-`mouse_move`, `hotkey`, `coordinate`). Anything else, or a point outside the screen, is a `BadAction` whose
-message the model reads on its next step.
+A model may write: the gateway's `computer` function (`{"action": "click", "x": .., "y": ..}` or
+`{"actions": [...]}`), an action object (`{"action": {"type": "click", ...}}`), Qwen's `computer_use` function
+(`{"action": "left_click", "coordinate": [x, y]}`, `scroll` by `pixels`, `left_click_drag` from the pointer),
+Claude's computer tool (`left_click` with modifier keys in `text`, `key` with "ctrl+s", `scroll` with a
+direction and an amount), or the aliases GUI agents use (`mouse_move`, `hotkey`). An action without a point
+where one is allowed acts where the pointer is (the last point acted on). Anything else, or a point outside
+the screen, is a `BadAction` whose message the model reads on its next step.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .profiles import Profile
+from . import keys as keynames
+from .profiles import Profile, Size
 
 TYPES = ("click", "double_click", "drag", "keypress", "move", "screenshot", "scroll", "type", "wait")
 BUTTONS = ("left", "right", "wheel", "back", "forward")
@@ -21,15 +24,29 @@ POINTED = ("click", "double_click", "move", "scroll")
 SCROLL_STEP = 100  # pixels per scroll "click" (Claude's scroll_amount)
 MAX_ACTIONS = 16  # actions in one call
 MAX_TEXT = 10_000  # characters one `type` action may type
-# GUI-agent and Claude action names -> OpenAI's type (and the click's button)
+# GUI-agent, Qwen and Claude action names -> OpenAI's type (and the click's button)
 ALIASES: dict[str, tuple[str, str | None]] = {
     "left_click": ("click", "left"), "right_click": ("click", "right"), "middle_click": ("click", "wheel"),
     "left_double": ("double_click", None), "left_click_drag": ("drag", None), "mouse_move": ("move", None),
     "key": ("keypress", None), "hotkey": ("keypress", None), "press": ("keypress", None),
     "type_text": ("type", None), "sleep": ("wait", None), "take_screenshot": ("screenshot", None),
+    "hscroll": ("scroll", None),
+}
+# actions models know that this computer does not have, and what to do instead
+REFUSED = {
+    "triple_click": "triple_click is not available: use double_click (a word), or click and then keypress "
+                    "ctrl+a (everything)",
+    "left_mouse_down": "pressing and releasing the mouse apart is not available: drag along a path instead",
+    "left_mouse_up": "pressing and releasing the mouse apart is not available: drag along a path instead",
+    "hold_key": "holding a key is not available: use keypress, or give the keys held with a click",
+    "cursor_position": "the pointer's position is not reported: take a screenshot",
+    "zoom": "zoom is not available: take a screenshot",
+    "terminate": "there is no action that ends the task: reply in text (your answer, or what you did) instead "
+                 "of calling the tool",
+    "answer": "there is no answer action: reply in text with your answer instead of calling the tool",
 }
 
-Screen = tuple[int, int]  # the display's width and height, in pixels
+Point = tuple[int, int]
 
 
 class BadAction(ValueError):
@@ -38,37 +55,58 @@ class BadAction(ValueError):
 
 @dataclass(frozen=True)
 class Frame:
-    """Where the model's coordinates live: its profile and the screen (None: not known yet)."""
+    """Where the model's points live: its profile, the size of the screenshot it is looking at (None: none
+    yet, or an image URL the gateway does not read), and the display the declaration names (None: the
+    `computer` tool, whose display is the screenshot)."""
 
     profile: Profile
-    screen: Screen | None
+    image: Size | None = None
+    declared: Size | None = None
 
-    def display(self, x: Any, y: Any) -> tuple[int, int]:
+    @property
+    def display(self) -> Size | None:
+        """What the client acts on, in pixels."""
+        return self.declared or self.image
+
+    @property
+    def seen(self) -> Size | None:
+        """The screenshot the model's frame is measured on (the display's size until one is known)."""
+        return self.image or self.declared
+
+    def size(self) -> Size | None:
+        """The model's frame, for its instructions: the width and height its points range over."""
+        seen = self.seen
+        return self.profile.frame(seen) if seen is not None else None
+
+    def to_display(self, x: Any, y: Any) -> Point:
         """A point the model wrote, in the display's pixels; BadAction when it is not a point on the screen."""
         if isinstance(x, bool) or isinstance(y, bool) or not isinstance(x, (int, float)) \
                 or not isinstance(y, (int, float)):
             raise BadAction(f"x and y must be numbers; got {x!r}, {y!r}")
-        profile, screen = self.profile, self.screen
-        if screen is None:
-            if profile.coordinates != "pixels" or profile.max_pixels is not None:
+        seen, display = self.seen, self.display
+        if seen is None or display is None:
+            if not self.profile.identity:
                 raise BadAction("the screen's size is not known yet: take a screenshot first")
             if x < 0 or y < 0:
                 raise BadAction(f"({x}, {y}) is outside the screen")
             return round(x), round(y)
-        width, height = screen
-        if not profile.inside(x, y, width, height):
-            fw, fh = profile.frame(width, height)
-            raise BadAction(f"({x}, {y}) is outside the screen: x and y must be within 0..{fw:g} and 0..{fh:g}")
-        return profile.to_display(x, y, width, height)
+        if not self.profile.inside(x, y, seen):
+            fw, fh = self.profile.frame(seen)
+            last = "" if self.profile.coordinates != "pixels" else " (exclusive)"
+            raise BadAction(f"({x}, {y}) is outside the screen: x must be within 0..{fw}, y within 0..{fh}{last}")
+        return self.profile.to_display(x, y, seen, display)
 
-    def model(self, x: int, y: int) -> tuple[int, int]:
-        if self.screen is None:
+    def to_model(self, x: int, y: int) -> Point:
+        """A display point in the model's frame."""
+        seen, display = self.seen, self.display
+        if seen is None or display is None:
             return x, y
-        return self.profile.to_model(x, y, *self.screen)
+        return self.profile.to_model(x, y, seen, display)
 
 
-def from_model(arguments: Any, frame: Frame) -> list[dict[str, Any]]:
-    """The actions a call's arguments ask for, as OpenAI types them, in the display's pixels."""
+def from_model(arguments: Any, frame: Frame, cursor: Point | None = None) -> list[dict[str, Any]]:
+    """The actions a call's arguments ask for, as OpenAI types them, in the display's pixels. `cursor`: where
+    the pointer is before them (display pixels), for actions written without a point."""
     if not isinstance(arguments, dict):
         raise BadAction("the arguments must be a JSON object")
     raw = arguments.get("actions")
@@ -79,23 +117,75 @@ def from_model(arguments: Any, frame: Frame) -> list[dict[str, Any]]:
         raise BadAction("'actions' must be a non-empty list of actions")
     if len(raw) > MAX_ACTIONS:
         raise BadAction(f"at most {MAX_ACTIONS} actions in one call")
-    return [one(action, frame) for action in raw]
+    out = []
+    for action in raw:
+        made = one(action, frame, cursor)
+        cursor = pointer_after(made, cursor)
+        out.append(made)
+    return out
 
 
-def one(raw: Any, frame: Frame) -> dict[str, Any]:
+def pointer_after(action: dict[str, Any], cursor: Point | None) -> Point | None:
+    """Where an action leaves the pointer (display pixels)."""
+    path = action.get("path")
+    end = path[-1] if isinstance(path, list) and path and isinstance(path[-1], dict) else action
+    x, y = end.get("x"), end.get("y")
+    return (x, y) if isinstance(x, int) and isinstance(y, int) else cursor
+
+
+# -- an action a client sends back (a computer_call of its input), as openai-python types it -----------------
+
+INTEGER, STRING, KEYS, PATH = "an integer", "a string", "an array of strings", "an array of {x, y} points"
+FIELDS: dict[str, dict[str, str]] = {  # each type's fields: required ones, and `keys` where it is optional
+    "click": {"x": INTEGER, "y": INTEGER, "button": STRING}, "double_click": {"x": INTEGER, "y": INTEGER},
+    "drag": {"path": PATH}, "keypress": {"keys": KEYS}, "move": {"x": INTEGER, "y": INTEGER}, "screenshot": {},
+    "scroll": {"x": INTEGER, "y": INTEGER, "scroll_x": INTEGER, "scroll_y": INTEGER}, "type": {"text": STRING},
+    "wait": {},
+}
+HOLDS_KEYS = ("click", "double_click", "drag", "move", "scroll")
+
+
+def problem(action: dict[str, Any]) -> str | None:
+    """What is wrong with an action as OpenAI types it ("'x' must be an integer"), or None."""
+    kind = action.get("type")
+    fields = FIELDS.get(kind) if isinstance(kind, str) else None
+    if fields is None:
+        return f"'type' must be one of {', '.join(TYPES)}"
+    for name, what in fields.items():
+        if not _is(action.get(name), what):
+            return f"'{name}' must be {what}"
+    if kind == "click" and action["button"] not in BUTTONS:
+        return f"'button' must be one of {', '.join(BUTTONS)}"
+    if "keys" in action and kind in HOLDS_KEYS and action["keys"] is not None and not _is(action["keys"], KEYS):
+        return f"'keys' must be {KEYS}"
+    return None
+
+
+def _is(value: Any, what: str) -> bool:
+    if what == INTEGER:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if what == STRING:
+        return isinstance(value, str)
+    if what == KEYS:
+        return isinstance(value, list) and all(isinstance(k, str) for k in value)
+    return isinstance(value, list) and all(isinstance(p, dict) and _is(p.get("x"), INTEGER)
+                                           and _is(p.get("y"), INTEGER) for p in value)
+
+
+def one(raw: Any, frame: Frame, cursor: Point | None = None) -> dict[str, Any]:
     """One action the model wrote, checked and in the display's pixels."""
     if not isinstance(raw, dict):
         raise BadAction("an action must be an object")
     name = raw.get("type", raw.get("action"))
     if not isinstance(name, str):
         raise BadAction("an action needs a 'type' (or 'action'): one of " + ", ".join(TYPES))
+    if name in REFUSED:
+        raise BadAction(REFUSED[name])
     kind, button = ALIASES.get(name, (name, None))
     if kind not in TYPES:
         raise BadAction(f"unknown action {name!r}: use one of " + ", ".join(TYPES))
-    keys = _keys(raw.get("keys", raw.get("text") if kind == "keypress" else None), kind == "keypress")
     if kind in POINTED:
-        x, y = _point(raw)
-        dx, dy = frame.display(x, y)
+        dx, dy = _point(raw, frame, cursor, kind)
         out: dict[str, Any] = {"type": kind, "x": dx, "y": dy}
         if kind == "click":
             chosen = button or raw.get("button") or "left"
@@ -103,23 +193,25 @@ def one(raw: Any, frame: Frame) -> dict[str, Any]:
                 raise BadAction(f"unknown button {chosen!r}: one of " + ", ".join(BUTTONS))
             out["button"] = chosen
         if kind == "scroll":
-            out["scroll_x"], out["scroll_y"] = _scroll(raw)
-        if keys:
-            out["keys"] = keys
+            out["scroll_x"], out["scroll_y"] = _scroll(raw, horizontal=name == "hscroll")
+        held = _held(raw)
+        if held:
+            out["keys"] = held
         return out
     if kind == "drag":
-        path = _path(raw)
-        points = [frame.display(x, y) for x, y in path]
+        points = _path(raw, frame, cursor)
         out = {"type": "drag", "path": [{"x": x, "y": y} for x, y in points]}
-        if keys:
-            out["keys"] = keys
+        held = _held(raw)
+        if held:
+            out["keys"] = held
         return out
     if kind == "keypress":
-        if not keys:
+        pressed = _keys(raw.get("keys", raw.get("text", raw.get("key"))))
+        if not pressed:
             raise BadAction("keypress needs 'keys', e.g. [\"ctrl\", \"s\"]")
-        return {"type": "keypress", "keys": keys}
+        return {"type": "keypress", "keys": pressed}
     if kind == "type":
-        text = raw.get("text")
+        text = raw.get("text", raw.get("content"))
         if not isinstance(text, str) or not text:
             raise BadAction("type needs the 'text' to type")
         if len(text) > MAX_TEXT:
@@ -128,43 +220,63 @@ def one(raw: Any, frame: Frame) -> dict[str, Any]:
     return {"type": kind}  # screenshot, wait
 
 
-def _point(raw: dict[str, Any]) -> tuple[Any, Any]:
+def _point(raw: dict[str, Any], frame: Frame, cursor: Point | None, kind: str) -> Point:
+    """The action's point: the one written, else where the pointer is (a scroll with no pointer yet: the
+    middle of the screen)."""
     if "x" in raw or "y" in raw:
-        return raw.get("x"), raw.get("y")
+        return frame.to_display(raw.get("x"), raw.get("y"))
     coordinate = raw.get("coordinate")
-    if isinstance(coordinate, (list, tuple)) and len(coordinate) == 2:
-        return coordinate[0], coordinate[1]
+    if coordinate is not None:
+        if isinstance(coordinate, (list, tuple)) and len(coordinate) == 2:
+            return frame.to_display(coordinate[0], coordinate[1])
+        raise BadAction("'coordinate' must be [x, y]")
+    if cursor is not None:
+        return cursor
+    display = frame.display
+    if kind == "scroll" and display is not None:
+        return display[0] // 2, display[1] // 2
     raise BadAction("this action needs a point: 'x' and 'y' (or 'coordinate': [x, y])")
 
 
-def _path(raw: dict[str, Any]) -> list[tuple[Any, Any]]:
+def _path(raw: dict[str, Any], frame: Frame, cursor: Point | None) -> list[Point]:
     path = raw.get("path")
     if path is None and "start_coordinate" in raw:  # Claude's left_click_drag
         path = [raw["start_coordinate"], raw.get("coordinate")]
+    elif path is None and "coordinate" in raw:  # Qwen's left_click_drag: from the pointer
+        if cursor is None:
+            raise BadAction("left_click_drag drags from the pointer, whose place is not known: move the mouse to "
+                            "where the drag starts first (mouse_move)")
+        return [cursor, _one_point(raw["coordinate"], frame)]
     if not isinstance(path, list) or len(path) < 2:
         raise BadAction("drag needs a 'path' of at least two points, e.g. [{\"x\": 1, \"y\": 2}, {\"x\": 3, \"y\": 4}]")
-    points = []
-    for point in path:
-        if isinstance(point, dict):
-            points.append((point.get("x"), point.get("y")))
-        elif isinstance(point, (list, tuple)) and len(point) == 2:
-            points.append((point[0], point[1]))
-        else:
-            raise BadAction("each point of a drag's path is {\"x\": .., \"y\": ..}")
-    return points
+    return [_one_point(point, frame) for point in path]
 
 
-def _keys(value: Any, required: bool) -> list[str]:
+def _one_point(point: Any, frame: Frame) -> Point:
+    if isinstance(point, dict):
+        return frame.to_display(point.get("x"), point.get("y"))
+    if isinstance(point, (list, tuple)) and len(point) == 2:
+        return frame.to_display(point[0], point[1])
+    raise BadAction("each point of a drag's path is {\"x\": .., \"y\": ..}")
+
+
+def _held(raw: dict[str, Any]) -> list[str]:
+    """The keys held during a pointer action: `keys` (OpenAI), or Claude's `text` ("shift", "ctrl+shift")."""
+    value = raw.get("keys", raw.get("text"))
+    return _keys(value) if value is not None else []
+
+
+def _keys(value: Any) -> list[str]:
     if value is None:
         return []
-    if isinstance(value, str):
-        value = [k.strip() for k in value.split("+") if k.strip()]  # "ctrl+s", as Claude and xdotool write
+    if isinstance(value, str):  # "ctrl+s" as Claude and xdotool write it, "ctrl s" as UI-TARS does
+        value = [k for k in (value.split("+") if "+" in value.strip("+") else value.split()) if k]
     if not isinstance(value, list) or not all(isinstance(k, str) and k for k in value):
         raise BadAction("'keys' must be a list of key names, e.g. [\"ctrl\", \"s\"]")
-    return [str(k) for k in value]
+    return [keynames.to_openai(k) for k in value]
 
 
-def _scroll(raw: dict[str, Any]) -> tuple[int, int]:
+def _scroll(raw: dict[str, Any], *, horizontal: bool) -> tuple[int, int]:
     if "scroll_direction" in raw:  # Claude: a direction and an amount of clicks
         amount = raw.get("scroll_amount", 3)
         if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
@@ -175,75 +287,13 @@ def _scroll(raw: dict[str, Any]) -> tuple[int, int]:
         if direction not in moves:
             raise BadAction("scroll_direction must be up, down, left or right")
         return moves[direction]
+    if "pixels" in raw:  # Qwen: positive scrolls up (or, hscroll, right)
+        pixels = raw["pixels"]
+        if isinstance(pixels, bool) or not isinstance(pixels, (int, float)):
+            raise BadAction("pixels must be a number")
+        return (round(pixels), 0) if horizontal else (0, -round(pixels))
     sx, sy = raw.get("scroll_x", 0), raw.get("scroll_y", 0)
     if isinstance(sx, bool) or isinstance(sy, bool) or not isinstance(sx, (int, float)) \
             or not isinstance(sy, (int, float)):
         raise BadAction("scroll_x and scroll_y must be numbers of pixels")
     return round(sx), round(sy)
-
-
-# -- back, for a model reading an earlier call ----------------------------------------------------------------
-
-def to_function(action: dict[str, Any], frame: Frame) -> dict[str, Any]:
-    """An action as this gateway's `computer` function takes it, in the model's frame."""
-    out: dict[str, Any] = {"action": action.get("type")}
-    out.update((k, v) for k, v in action.items() if k not in ("type", "x", "y", "path"))
-    if "x" in action and "y" in action:
-        out["x"], out["y"] = frame.model(int(action["x"]), int(action["y"]))
-    if "path" in action:
-        out["path"] = [dict(zip(("x", "y"), frame.model(int(p["x"]), int(p["y"])), strict=True))
-                       for p in action["path"]]
-    return out
-
-
-CLAUDE_BUTTONS = {"left": "left_click", "right": "right_click", "wheel": "middle_click"}
-
-
-def to_claude(action: dict[str, Any]) -> dict[str, Any]:
-    """An action as Claude's computer tool takes it (its coordinates are the display's)."""
-    kind = action.get("type")
-    point = [action.get("x"), action.get("y")]
-    if kind == "click":
-        return {"action": CLAUDE_BUTTONS.get(action.get("button") or "left", "left_click"), "coordinate": point}
-    if kind == "double_click":
-        return {"action": "double_click", "coordinate": point}
-    if kind == "move":
-        return {"action": "mouse_move", "coordinate": point}
-    if kind == "drag":
-        path = action.get("path") or [{}, {}]
-        return {"action": "left_click_drag", "start_coordinate": [path[0].get("x"), path[0].get("y")],
-                "coordinate": [path[-1].get("x"), path[-1].get("y")]}
-    if kind == "keypress":
-        return {"action": "key", "text": "+".join(action.get("keys") or ())}
-    if kind == "type":
-        return {"action": "type", "text": action.get("text", "")}
-    if kind == "scroll":
-        sx, sy = int(action.get("scroll_x") or 0), int(action.get("scroll_y") or 0)
-        direction = ("down" if sy > 0 else "up") if abs(sy) >= abs(sx) else ("right" if sx > 0 else "left")
-        amount = max(1, round(max(abs(sx), abs(sy)) / SCROLL_STEP))
-        return {"action": "scroll", "coordinate": point, "scroll_direction": direction, "scroll_amount": amount}
-    if kind == "wait":
-        return {"action": "wait", "duration": 1}
-    return {"action": "screenshot"}
-
-
-def function_parameters(several: bool) -> dict[str, Any]:
-    """The `computer` function's parameters: one action, or (the `computer` tool) several in order."""
-    action: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "action": {"type": "string", "enum": list(TYPES)},
-            "x": {"type": "integer"}, "y": {"type": "integer"},
-            "button": {"type": "string", "enum": list(BUTTONS)},
-            "keys": {"type": "array", "items": {"type": "string"}},
-            "text": {"type": "string"},
-            "scroll_x": {"type": "integer"}, "scroll_y": {"type": "integer"},
-            "path": {"type": "array", "items": {"type": "object", "properties": {
-                "x": {"type": "integer"}, "y": {"type": "integer"}}}},
-        },
-        "required": ["action"],
-    }
-    if not several:
-        return action
-    return {"type": "object", "properties": {"actions": {"type": "array", "items": action, "minItems": 1}},
-            "required": ["actions"]}

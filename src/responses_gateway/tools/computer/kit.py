@@ -14,10 +14,11 @@ from typing import Any
 
 from ...errors import APIError, invalid
 from ...protocol.tools import Tool
-from ..frame import Context, Declared, Item, Kit, Runner
-from . import NAME, actions, screens
+from ..frame import Context, Declared, Item, Kit, Lowering, Runner
+from . import NAME, actions, fitting, functions, screens
 from .declaration import PREVIEW, Display
 from .lowering import rewrite
+from .profiles import Profile
 from .runner import ComputerRunner
 from .service import Computer, serve
 from .settings import ComputerSettings
@@ -26,12 +27,6 @@ ENVIRONMENTS = ("windows", "mac", "linux", "ubuntu", "browser")
 IMAGES = "computer_call_output.output.image_url"
 CALL_STATUSES = ("in_progress", "completed", "incomplete")
 OUTPUT_STATUSES = ("in_progress", "completed", "incomplete", "failed")
-
-DESCRIPTION = (
-    "Use the computer: click, double_click, drag, keypress, move, screenshot, scroll, type or wait. "
-    "After each call you get a screenshot of the screen; act on what it shows. {coordinates}."
-)
-
 
 def parse(spec: dict[str, Any], where: str) -> Declared:
     kind = spec.get("type")
@@ -58,19 +53,13 @@ def parse(spec: dict[str, Any], where: str) -> Declared:
 
 
 def function(display: Display) -> Tool:
-    """What the model is offered; `spec` is the declaration, for upstreams that run the tool natively."""
-    coordinates = "Points are x and y in pixels of the screenshot, from its top left corner"
-    if display.width and display.height:
-        coordinates += f" (the screen is {display.width}x{display.height})"
+    """What the model is offered until its route is known (the runner offers it in the route's terms);
+    `spec` is the declaration, for a Responses upstream that runs the tool itself."""
     several = display.shape != PREVIEW
-    return Tool("computer", NAME, NAME, DESCRIPTION.format(coordinates=coordinates)
-                + (" Give several actions in order in 'actions' when you are sure of them." if several else ""),
-                actions.function_parameters(several), runner=NAME, spec=echo_display(display))
-
-
-def check(declared: Sequence[Declared]) -> None:
-    if len(declared) > 1:
-        raise invalid(f"Invalid '{declared[1].where}': only one computer tool may be given.", declared[1].where)
+    size = (display.width, display.height) if display.width and display.height else None
+    frame = actions.Frame(Profile(), None, size)
+    return Tool("computer", NAME, NAME, functions.description(frame, several), functions.parameters(frame, several),
+                runner=NAME, spec=echo_display(display))
 
 
 def echo_display(display: Display) -> dict[str, Any]:
@@ -103,6 +92,12 @@ def normalize(item: dict[str, Any], where: str) -> Item:
         if done is not None and (not isinstance(done, list) or not all(isinstance(a, dict) for a in done)):
             raise invalid(f"Invalid type for '{where}.actions': expected an array of objects.", f"{where}.actions",
                           "invalid_type")
+        for key, given in (("action", [action] if action is not None else []), ("actions", done or [])):
+            for i, one in enumerate(given):
+                problem = actions.problem(one)
+                if problem is not None:
+                    at = f"{where}.{key}" + (f"[{i}]" if key == "actions" else "")
+                    raise invalid(f"Invalid '{at}': {problem}.", at)
         if action is not None:
             out["action"] = action
         if done is not None:
@@ -132,8 +127,7 @@ def normalize(item: dict[str, Any], where: str) -> Item:
     checks = item.get("acknowledged_safety_checks")
     if checks is not None:
         out["acknowledged_safety_checks"] = _checks(checks, f"{where}.acknowledged_safety_checks")
-    if item.get("status") is not None:
-        out["status"] = _status(item["status"], OUTPUT_STATUSES, f"{where}.status")
+    out["status"] = _status(item.get("status") or "completed", OUTPUT_STATUSES, f"{where}.status")  # as listed
     return out
 
 
@@ -200,8 +194,15 @@ def admit(declared: Sequence[Declared], items: Sequence[Item], service: Computer
                                "acknowledged_safety_checks.", param="input", code="invalid_value")
 
 
+def fit(declared: Declared, lowering: Lowering, history: Sequence[Item]) -> tuple[Tool, ...]:
+    """The tool in the route's terms (fitting.py), for the frame the model last saw the screen in."""
+    settings = lowering.settings.group(ComputerSettings) if lowering.settings is not None else ComputerSettings()
+    frame = fitting.frame_for(declared.config, lowering.route, lowering.model, settings, history)
+    return (fitting.offer(declared.functions[0], declared.config, lowering.route, lowering.model, frame),)
+
+
 def start(declared: Sequence[Declared], context: Context[Computer]) -> Runner:
-    return ComputerRunner(declared[0].config, context)
+    return ComputerRunner(declared[0], context)
 
 
 KIT: Kit[ComputerSettings, Computer] = Kit(
@@ -215,9 +216,9 @@ KIT: Kit[ComputerSettings, Computer] = Kit(
     start=start,
     shown=shown,
     includes=(IMAGES,),
-    check=check,
     rewrite=rewrite,
     settings=ComputerSettings,
     serve=serve,
     admit=admit,
+    fit=fit,
 )

@@ -1,11 +1,14 @@
-"""The computer calls of one response: shown to the client only once whole, in the display's pixels.
+"""The computer calls of one response: the tool offered in the route's terms, each call shown to the client
+only once whole, in the display's pixels.
 
 The gateway does not run a computer call: the response ends with it, for the client to act and answer with a
-screenshot (a `computer_call_output`) on its next request. What the gateway does is make the call OpenAI's:
-the action(s) the model wrote — in its own frame and shape (actions.py) — checked and mapped to the display
-(profiles.py), and the pending safety checks the deployment asks for (a page on a denied domain). A call the
-model got wrong (an unknown action, a point off the screen) never reaches the client: the model sees why on
-its next step, in the same response, and tries again (tools/calls.py, `WholeCalls`).
+screenshot (a `computer_call_output`) on its next request. What the gateway does is make the model able to
+drive the client's computer and the call OpenAI's:
+- the kit's `fit` offered the tool as the route's model takes it (fitting.py), in the frame read here;
+- the action(s) the model wrote — in its own frame and shape (actions.py) — are checked and mapped to the
+  display (profiles.py), with the pending safety checks the deployment asks for (a page on a denied domain).
+A call the model got wrong (an unknown action, a point off the screen) never reaches the client: the model
+sees why on its next step, in the same response, and tries again (tools/calls.py, `WholeCalls`).
 """
 
 from __future__ import annotations
@@ -18,28 +21,26 @@ import orjson
 from ...generation import ToolCallStart
 from ...ids import new_id
 from ...protocol.tools import ToolSet
-from ..frame import Annotator, Calls, Context, Events, Item, OpenItem, Spec
-from . import actions, screens
+from ..frame import Annotator, Calls, Context, Declared, Events, Item, OpenItem, Spec
+from . import actions, fitting, lowering, screens, uitars
 from .declaration import PREVIEW, Display
-from .lowering import FUNCTION
-from .profiles import Profile
 from .service import Computer
 
 
 class ComputerRunner:
     timeout = 5.0  # never run by the gateway (the client runs the calls): the loop's deadline is moot
 
-    def __init__(self, display: Display, context: Context[Computer]):
-        self.display = display
+    def __init__(self, declared: Declared, context: Context[Computer]):
+        self.display: Display = declared.config
         route = context.route
         self.native = route.kind if route is not None else "chat_completions"
-        shot = screens.latest(context.history)
-        declared = (display.width, display.height) if display.width and display.height else None
-        screen = (shot.size if shot is not None else None) or declared
-        # Claude is given the display's size and answers in its pixels; other models in their own frame
-        profile = Profile() if self.native == "anthropic" else context.service.profile(route)
-        self.frame = actions.Frame(profile, screen)
+        model = (route.model if route is not None and route.model else None) or context.request.model
+        history = context.history
+        self.frame = fitting.frame_for(self.display, route, model, context.service.settings, history)
+        self.name = fitting.function_name(route, self.frame)  # as the kit's `fit` offered it
+        self.cursor = screens.pointer(history)
         self.pending: list[Item] = []
+        shot = screens.latest(history)
         domain = screens.denied(shot.current_url if shot is not None else None, context.service.settings.deny())
         if domain is not None:
             self.pending = [{"id": new_id("cu_sc"), "code": "sensitive_domain",
@@ -71,10 +72,11 @@ class ComputerRunner:
             for key in ("action", "actions", "pending_safety_checks"):
                 if key in arguments:
                     item[key] = arguments[key]
-            item["status"] = "completed"
             return item
         try:
-            done = actions.from_model(arguments, self.frame)
+            if self.frame.profile.function == "ui-tars":  # its action as it wrote it (uitars.py)
+                arguments = uitars.actions(arguments if isinstance(arguments, dict) else {})
+            done = actions.from_model(arguments, self.frame, self.cursor)
         except actions.BadAction as exc:
             return self.wrong(call, str(exc))
         if self.display.shape == PREVIEW:
@@ -83,17 +85,21 @@ class ComputerRunner:
             item["action"] = done[0]
         else:
             item["actions"] = done
+        for action in done:
+            self.cursor = actions.pointer_after(action, self.cursor)
         item["pending_safety_checks"] = list(self.pending)
-        item["status"] = "completed"
-        return item
+        return item  # added `in_progress`, with its action; done `completed` (complete)
 
     def wrong(self, call: OpenItem, why: str) -> tuple[Item, Item]:
         call_id = call.item["call_id"]
-        return ({"type": "function_call", "call_id": call_id, "name": FUNCTION, "arguments": call.arguments or "{}"},
-                {"type": "function_call_output", "call_id": call_id,
-                 "output": f"Error: {why}. Nothing was done on the screen; call the computer again, corrected."})
+        said = f"Error: {why}. Nothing was done on the screen; call the tool again, corrected."
+        if self.frame.profile.function == "ui-tars":  # no tool calls: its action as it wrote it, then why
+            return lowering.said(call.arguments or "{}"), lowering.user_text(said)
+        return ({"type": "function_call", "call_id": call_id, "name": self.name, "arguments": call.arguments or "{}"},
+                {"type": "function_call_output", "call_id": call_id, "output": said})
 
     def complete(self, call: OpenItem) -> tuple[list[Spec], bool]:
+        call.item["status"] = "completed"
         return [], False  # the client runs it: the response ends with it
 
     async def run(self, call: OpenItem, calls: Calls) -> AsyncIterator[Events]:

@@ -1,5 +1,6 @@
 """Screenshots as the tool meets them: checked (an image, within the size limit), measured (the display's size
-for the `computer` tool, which declares none), and found in a history (the latest one, the page it shows).
+for the `computer` tool, which declares none), and found in a history (the latest one, the page it shows); and
+where a history left the pointer.
 
 Only a screenshot's header is decoded (a few dozen bytes of the base64): the rest stays as the client sent it.
 """
@@ -14,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...pictures import BadImage, data_url_payload, decoded_length, dimensions, sniff
+from .actions import pointer_after
 
 HEAD = 64 * 1024  # base64 characters decoded to read an image's size (a JPEG's start-of-frame may come late)
 
@@ -76,6 +78,18 @@ def latest(items: Sequence[Item]) -> Shot | None:
             current = output.get("current_url") if isinstance(output, dict) else None
             return Shot(size(output.get("image_url")) if isinstance(output, dict) else None,
                         current if isinstance(current, str) else None)
+    return None
+
+
+def pointer(items: Sequence[Item]) -> tuple[int, int] | None:
+    """Where the last computer call of a history left the pointer (display pixels), if it said."""
+    for item in reversed(items):
+        if item.get("type") == "computer_call":
+            done = item.get("actions") or ([item["action"]] if isinstance(item.get("action"), dict) else [])
+            cursor = None
+            for action in done:
+                cursor = pointer_after(action, cursor)
+            return cursor
     return None
 
 

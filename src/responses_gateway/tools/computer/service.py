@@ -1,22 +1,16 @@
-"""Computer use's part of one process: the deployment's policy (settings.py) and each route's profile."""
+"""Computer use's part of one process: the deployment's policy (settings.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...route import Route
 from ..frame import Start
-from .profiles import Profile
 from .settings import ComputerSettings
 
 
 @dataclass(frozen=True)
 class Computer:
     settings: ComputerSettings
-
-    def profile(self, route: Route | None) -> Profile:
-        """The coordinate profile of a route's model: its own, else the deployment's default."""
-        return profile_for(route, self.settings)
 
     def describe(self) -> str:
         keep = self.settings.computer_keep_screenshots
@@ -26,11 +20,6 @@ class Computer:
 
     async def aclose(self) -> None:
         """Nothing is kept between responses."""
-
-
-def profile_for(route: Route | None, settings: ComputerSettings) -> Profile:
-    name = route.computer_profile if route is not None and route.computer_profile else settings.computer_profile
-    return Profile.named(name)
 
 
 async def serve(start: Start[ComputerSettings]) -> Computer:

@@ -13,7 +13,7 @@ class ComputerSettings:
     """Computer use (docs/computer-use.md)"""
 
     computer_profile: str = setting(
-        "pixels", choices=tuple(COMPUTER_PROFILES),
+        "pixels", choices=COMPUTER_PROFILES,
         help="the coordinates a vision model's computer actions use, where its route does not say "
              "(computer_profile in --config): pixels, or a model family's",
         doc="the coordinates a vision model's computer actions use where its route does not say "
