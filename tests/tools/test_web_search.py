@@ -217,16 +217,42 @@ def test_a_provider_error_is_a_failed_item_the_model_sees(http, upstream, web):
     item = result.response["output"][0]
     assert item["status"] == "failed" and item["action"] == {"type": "search", "query": "rates"}
     assert "error" not in item
-    assert "answered HTTP 500" in tool_output(upstream, 1)
+    shown = tool_output(upstream, 1)
+    assert "answered HTTP 500" in shown
+    # the provider's internal URL is the deployment's: never in what the model (or the stored item) reads
+    assert web.host not in shown and web.url not in shown and "127.0.0.1" not in shown, shown
     assert result.response["status"] == "completed" and result.text == "Search is down."
 
 
 def test_bad_arguments_are_a_failed_call_that_says_how(http, upstream):
     upstream.enqueue(call({"queries": []}))
     upstream.enqueue(text_stream(["ok"]))
-    result = stream(http, {"model": "m", "input": "q", "tools": [{"type": "web_search"}]})
+    result = stream(http, {"model": "m", "input": "q", "tools": [{"type": "web_search"}],
+                           "include": ["web_search_call.results"]})
     assert result.response["output"][0]["status"] == "failed"
     assert '{"queries": ["..."]}' in tool_output(upstream, 1)
+    # the call was under way before it failed, as every other call: in_progress, searching, then the end
+    kinds = [e["type"] for e in web_events(result)]
+    assert kinds == ["response.output_item.added", "response.web_search_call.in_progress",
+                     "response.web_search_call.searching", "response.output_item.done"], kinds
+    assert "arguments" not in result.response["output"][0]  # the model's words are not the client's business
+    # the next turn shows the model the call it wrote, not an empty search
+    for written in ('{"queries": []}', '{"qeuries": "fed rates"', "search for fed rates"):
+        upstream.enqueue(tool_calls_stream([("call_bad", "web_search", [written])], usage=make_usage(10, 5)))
+        upstream.enqueue(text_stream(["ok"]))
+        first = stream(http, {"model": "m", "input": "q", "tools": [{"type": "web_search"}]})
+        assert first.response["output"][0]["status"] == "failed"
+        upstream.enqueue(text_stream(["again"]))
+        stream(http, {"model": "m", "input": "and?", "previous_response_id": first.response["id"],
+                      "tools": [{"type": "web_search"}]})
+        messages = upstream.requests[-1].body["messages"]
+        (replayed,) = [m for m in messages if m.get("tool_calls")]
+        function = replayed["tool_calls"][0]["function"]
+        assert function["name"] == "web_search"
+        if written.startswith("{\"queries"):  # valid JSON: the adapter may write it compactly
+            assert json.loads(function["arguments"]) == json.loads(written)
+        else:
+            assert function["arguments"] == written
 
 
 def test_earlier_calls_render_back_on_later_turns(http, upstream, web):

@@ -30,7 +30,7 @@ from ...ids import new_id
 from ...protocol.tools import ToolSet
 from ..frame import Annotator, Calls, Context, Events, Item, OpenItem, Spec
 from . import extract as extraction
-from .actions import Action, parse_arguments
+from .actions import ARGUMENTS, MAX_ARGUMENTS, Action, parse_arguments
 from .citations import Citations, canonical
 from .domains import DomainPolicy
 from .fetch import FetchError, fetch
@@ -89,8 +89,9 @@ class WebSearchRunner:
     async def run(self, call: OpenItem, calls: Calls) -> AsyncIterator[Events]:
         try:
             action = parse_arguments(call.arguments)
-        except ValueError as exc:
+        except ValueError as exc:  # the call is under way all the same (OpenAI's order: searching, then the end)
             call.item["action"] = {"type": "search", "query": ""}
+            yield calls.call_events(call, [("response.web_search_call.searching", {})])
             yield calls.fail_call(call, str(exc))
             return
         call.item["action"] = action.item()
@@ -112,6 +113,8 @@ class WebSearchRunner:
     def failed(self, call: OpenItem, message: str) -> tuple[str | None, list[Spec]]:
         call.item.setdefault("action", {"type": "search", "query": ""})
         call.item["error"] = message
+        # what the model wrote, so that a later turn shows it its own call (kit.lower), not an empty search
+        call.item[ARGUMENTS] = call.arguments[:MAX_ARGUMENTS]
         return "failed", []
 
     def annotator(self) -> Annotator | None:
