@@ -19,6 +19,7 @@ from responses_gateway.tools.web_search.render import CLOSE, OPEN
 from tests import helpers
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
 from tests.support.fake_web import ConnectionCounter
+from tests.support.leaks import readers_running
 from tests.support.server import GatewayServer
 
 stream = helpers.stream
@@ -31,7 +32,7 @@ def ws_gateway(_upstream_server, _fake_web, tmp_path_factory):
     db = tmp_path_factory.mktemp("websearch") / "db.sqlite"
     settings = make_settings(upstream_url=_upstream_server.base_url, db=str(db), web_search=f"searxng={web.url}/searxng",
                         web_fetch_allow_hosts=web.host, web_fetch_timeout=2.0, web_fetch_max_bytes=1_000_000,
-                        web_search_cache_ttl=0, max_tool_rounds=4)
+                        web_extract_timeout=2.0, web_search_cache_ttl=0, max_tool_rounds=4)
     with GatewayServer(settings) as gw:
         yield gw
 
@@ -194,6 +195,29 @@ def test_huge_slow_pdf_and_missing_pages(http, upstream, web):
     assert missing["status"] == "failed" and "HTTP 404" in missing["error"]
     assert loop["status"] == "failed" and "redirects" in loop["error"]
     assert result.response["status"] == "completed"
+
+
+def test_a_hostile_nesting_costs_its_limit_and_other_pages_still_open(http, upstream, web):
+    """Two pages of 100,000 nested <div> (in a thread: 25 s of the parser's CPU each, running on after the call
+    gave up, and every page opened meanwhile failed) opened with two ordinary pages at once: each hostile one
+    fails alone at --web-extract-timeout (2 s here), its reader killed; the others are read."""
+    nested = web.page("nested")
+    upstream.enqueue(tool_calls_stream([
+        ("c0", "web_search", [json.dumps({"url": nested})]),
+        ("c1", "web_search", [json.dumps({"url": nested + "?again"})]),
+        ("c2", "web_search", [json.dumps({"url": web.page("article")})]),
+        ("c3", "web_search", [json.dumps({"url": web.page("plain")})])]))
+    upstream.enqueue(text_stream(["Done."]))
+    result = stream(http, {"model": "m", "input": "open them", "tools": [{"type": "web_search"}],
+                           "include": ["web_search_call.results"]})
+    first, second, article, plain = result.response["output"][:4]
+    for hostile in (first, second):
+        assert hostile["status"] == "failed", hostile
+        assert "could not be made readable" in hostile["error"] and "--web-extract-timeout" in hostile["error"]
+    assert article["status"] == "completed" and "Federal Reserve" in article["results"][0]["text"]
+    assert plain["status"] == "completed" and "3.50%" in plain["results"][0]["text"]
+    assert result.response["status"] == "completed"
+    assert readers_running() == []  # nothing of the hostile pages' work is left
 
 
 def test_a_page_that_tries_prompt_injection_stays_fenced(http, upstream, web):

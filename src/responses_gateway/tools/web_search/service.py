@@ -22,6 +22,7 @@ from .brave import Brave
 from .config import WebSearchConfig
 from .domains import DomainPolicy
 from .exa import Exa
+from .extract import CONCURRENT
 from .limits import TokenBucket, TTLCache
 from .mcp import MCPSearch
 from .provider import Provider, ProviderError, Query, Result
@@ -53,6 +54,7 @@ class WebSearch:
                       for provider, p in zip(made, config.providers, strict=True)]
         self.policy = DomainPolicy.of(config.allow_domains, config.deny_domains)
         self.hidden = hidden_parts(config)
+        self.extracting = asyncio.Semaphore(CONCURRENT)  # pages being made readable at once (readable.py)
 
     @property
     def label(self) -> str:
