@@ -134,7 +134,7 @@ def hidden_parts(config: WebSearchConfig) -> list[tuple[str, str]]:
             netloc = urlsplit(p.url).netloc.rpartition("@")[2]
         except ValueError:
             netloc = ""
-        for part in (p.url, p.url.rstrip("/"), safe_url(p.url), netloc):
+        for part in (p.url.rstrip("/"), safe_url(p.url).rstrip("/"), netloc):
             if len(part) > 3:
                 parts.add((part, p.kind))
     return sorted(parts, key=lambda x: -len(x[0]))
