@@ -10,7 +10,8 @@ a `failed` item whose error the model reads on its next step; never a failed res
   (service.py), with the response's domain policy applied to what comes back; results merged by rank, duplicate
   pages once. `action.sources` lists them (shown with include `web_search_call.action.sources`).
 - open_page: fetched behind the SSRF guard (fetch.py), made readable (extract.py) in a child process killed at
-  its deadline or with the call (readable.py), kept in this response's page cache; the model sees the start of it (search_context_size decides how much).
+  its deadline or with the call (readable.py), kept in this response's page cache; the model sees the start of
+  it (search_context_size decides how much).
 - find_in_page: the text found in a page (fetched first if this response has not opened it).
 
 The URLs found and opened feed the response's citations (citations.py).
