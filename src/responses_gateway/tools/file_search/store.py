@@ -32,6 +32,9 @@ STATUSES = ("in_progress", "completed", "failed", "cancelled")
 TOUCH_EVERY = 60  # seconds: how stale last_active_at may get (expiry is counted in days)
 CHUNK_BATCH = 100  # chunks in a file's first write; later ones sized to the engine's batch_seconds (resize)
 DROP_BATCH = 1000  # positions of a file's chunks deleted per transaction
+# no row keeps the file's chunks: it is not being ingested nor completed (arguments: vector store, file)
+UNUSED = ("NOT EXISTS (SELECT 1 FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ? "
+          "AND status IN ('in_progress', 'completed'))")
 # the file's row is this worker's, being written (arguments: vector store, file, worker)
 WRITING = ("EXISTS (SELECT 1 FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ? AND worker = ? "
            "AND status = 'in_progress')")
@@ -370,10 +373,11 @@ class VectorStoreQueries(Queries):
         gone = await self.engine.write([(
             "DELETE FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ? AND owner = ?",
             [(vector_store_id, file_id, owner)])], count_last=True) > 0
-        if gone:
-            await self.engine.write(self._drop_chunks("vector_store_id = ? AND file_id = ?", (vector_store_id, file_id))
-                                    + [("UPDATE rg_vector_stores SET version = version + 1 WHERE id = ?",
-                                        [(vector_store_id,)])])
+        if gone:  # its chunks in batches (a big file's would hold the write lock), unless it was added again
+            key = (vector_store_id, file_id)
+            await self._drop_file_chunks(key, UNUSED, key)
+            await self.engine.write([("UPDATE rg_vector_stores SET version = version + 1 WHERE id = ?",
+                                      [(vector_store_id,)])])
         return gone
 
     async def detach_file(self, file_id: str, owner: str) -> None:
@@ -501,30 +505,38 @@ class VectorStoreQueries(Queries):
     async def _clear_leftovers(self, job: Job, worker: str) -> bool:
         """Chunks an earlier attempt at this file left (its process died, or it was re-added meanwhile) go
         first, in batches, while the row is this worker's; False when it no longer is."""
-        return await self._drop_file_chunks(job, WRITING, (job.vector_store_id, job.file_id, worker),
-                                            guard=self._held(job, worker))
+        key = (job.vector_store_id, job.file_id)
+        return await self._drop_file_chunks(key, WRITING, (*key, worker), guard=self._held(job, worker))
 
     async def drop_abandoned(self, job: Job) -> None:
         """Chunks of a file nobody is writing any more (cancelled, failed or deleted while it was written), in
         batches; those of a file being ingested again are its new worker's to replace."""
-        gone = ("NOT EXISTS (SELECT 1 FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ? "
-                "AND status IN ('in_progress', 'completed'))")
-        await self._drop_file_chunks(job, gone, (job.vector_store_id, job.file_id))
-
-    async def _drop_file_chunks(self, job: Job, condition: str, args: tuple[Any, ...],
-                                guard: tuple[str, list[tuple[Any, ...]]] | None = None) -> bool:
         key = (job.vector_store_id, job.file_id)
+        await self._drop_file_chunks(key, UNUSED, key)
+
+    async def _drop_file_chunks(self, key: tuple[str, str], condition: str, args: tuple[Any, ...],
+                                guard: tuple[str, list[tuple[Any, ...]]] | None = None) -> bool:
+        """A file's chunks, DROP_BATCH positions a transaction, each only while `condition` holds (and, with a
+        `guard`, only while it touches the row: False when it stops). On SQLite the keyword index's rows are
+        found first by a read (a scan of the index's rows, which holds no write lock), then deleted by rowid:
+        a delete that named the file would scan them all inside every batch's transaction."""
         row = await self.engine.fetchone("SELECT max(position) FROM rg_chunks WHERE vector_store_id = ? "
                                          "AND file_id = ?", key)
-        top = row[0] if row else None
-        if top is None:
-            return True
+        top = row[0] if row and row[0] is not None else -1
+        indexed: dict[int, list[int]] = {}
+        if self._sqlite:
+            for rowid, position in await self.engine.fetchall(
+                    "SELECT rowid, position FROM rg_chunks_fts WHERE vector_store_id = ? AND file_id = ?", key):
+                indexed.setdefault(int(position) // DROP_BATCH, []).append(int(rowid))
+            top = max([top, *(DROP_BATCH * (k + 1) - 1 for k in indexed)])
         for low in range(0, int(top) + 1, DROP_BATCH):
-            where = f"vector_store_id = ? AND file_id = ? AND position >= ? AND position < ? AND {condition}"
-            rows = [(*key, low, low + DROP_BATCH, *args)]
-            statements: Statements = [(f"DELETE FROM rg_chunks WHERE {where}", rows)]
-            if self._sqlite:
-                statements.append((f"DELETE FROM rg_chunks_fts WHERE {where}", rows))
+            statements: Statements = [(
+                f"DELETE FROM rg_chunks WHERE vector_store_id = ? AND file_id = ? AND position >= ? AND position < ? "
+                f"AND {condition}", [(*key, low, low + DROP_BATCH, *args)])]
+            rowids = indexed.get(low // DROP_BATCH)
+            if rowids:
+                statements.append((f"DELETE FROM rg_chunks_fts WHERE rowid = ? AND {condition}",
+                                   [(rowid, *args) for rowid in rowids]))
             if guard is not None:
                 if not await self.engine.write([guard, *statements, guard], count_last=True):
                     return False

@@ -170,3 +170,24 @@ async def test_chunks_left_by_a_dead_attempt_are_replaced(store):
     assert first is not None and second is not None
     assert await store.finish_job(second, "w2", [ChunkRow(0, 0, 1, 1, "fresh", None)], 1, None)
     assert [c.text for c in await store.file_chunks(vs, "file_1")] == ["fresh"]
+
+
+async def test_deleting_a_big_file_drops_its_chunks_in_batches(store):
+    vs = await vector_store(store)
+    await store.add_vector_store_files(vs, "alice", [("file_big", None, CHUNKING), ("file_kept", None, CHUNKING)],
+                                       None)
+    for _ in range(2):
+        job = await store.claim_job("w", lease=30)
+        size = 2500 if job.file_id == "file_big" else 3
+        rows = [ChunkRow(i, 0, 1, 1, f"{job.file_id} word{i}", None) for i in range(size)]
+        assert await store.finish_job(job, "w", rows, 1, None)
+    writes = counting_writes(store)
+    assert await store.delete_vector_store_file(vs, "file_big", "alice")
+    assert len(writes) > 3  # the row, three batches of chunks, the version
+    assert await store.file_chunks(vs, "file_big") == []
+    assert await store.keyword_search("word7", [vs], ["file_big"], 5, alone=True) == []
+    assert len(await store.file_chunks(vs, "file_kept")) == 3
+    assert len(await store.keyword_search("word2", [vs], None, 5, alone=True)) == 1  # file_kept's only
+    if store.engine.label.startswith("sqlite"):
+        left = await store.engine.fetchone("SELECT count(*) FROM rg_chunks_fts WHERE file_id = ?", ("file_big",))
+        assert left[0] == 0
