@@ -332,13 +332,14 @@ class VectorStoreQueries(Queries):
                  orjson.dumps(attributes).decode() if attributes is not None else None, orjson.dumps(chunking).decode())
                 for i, (file_id, attributes, chunking) in enumerate(files)]
         keys = [(vector_store_id, file_id) for file_id, _, _ in files]
-        await self.engine.write(
-            self._drop_chunks("vector_store_id = ? AND file_id = ?", *keys) + [
-                ("DELETE FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ?", keys),
-                ("INSERT INTO rg_vector_store_files (vector_store_id, file_id, owner, created_at, seq, status, batch_id, "
-                 "attributes, chunking) VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)", rows),
-                ("UPDATE rg_vector_stores SET version = version + 1 WHERE id = ?", [(vector_store_id,)]),
-            ])
+        # a file already there starts over: its chunks are replaced by its next worker (in batches, `finish_job`),
+        # and not searched meanwhile (it is not completed)
+        await self.engine.write([
+            ("DELETE FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ?", keys),
+            ("INSERT INTO rg_vector_store_files (vector_store_id, file_id, owner, created_at, seq, status, batch_id, "
+             "attributes, chunking) VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)", rows),
+            ("UPDATE rg_vector_stores SET version = version + 1 WHERE id = ?", [(vector_store_id,)]),
+        ])
 
     async def get_vector_store_file(self, vector_store_id: str, file_id: str, owner: str) -> dict[str, Any] | None:
         row = await self.engine.fetchone(
@@ -431,6 +432,12 @@ class VectorStoreQueries(Queries):
             await self.engine.write([(
                 "UPDATE rg_vector_store_files SET status = 'cancelled', worker = NULL, lease_until = NULL "
                 "WHERE batch_id = ? AND vector_store_id = ? AND status = 'in_progress'", [(batch_id, vector_store_id)])])
+            rows = await self.engine.fetchall(  # chunks of files added again, then cancelled before a worker came
+                "SELECT f.file_id FROM rg_vector_store_files f WHERE f.batch_id = ? AND f.vector_store_id = ? AND "
+                "f.status = 'cancelled' AND EXISTS (SELECT 1 FROM rg_chunks c WHERE c.vector_store_id = "
+                "f.vector_store_id AND c.file_id = f.file_id)", (batch_id, vector_store_id))
+            for (file_id,) in rows:
+                await self._drop_file_chunks((vector_store_id, file_id), UNUSED, (vector_store_id, file_id))
         return cancelled
 
     # -- ingestion jobs -----------------------------------------------------------------------------------

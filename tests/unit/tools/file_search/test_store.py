@@ -191,3 +191,21 @@ async def test_deleting_a_big_file_drops_its_chunks_in_batches(store):
     if store.engine.label.startswith("sqlite"):
         left = await store.engine.fetchone("SELECT count(*) FROM rg_chunks_fts WHERE file_id = ?", ("file_big",))
         assert left[0] == 0
+
+
+async def test_a_file_added_again_is_replaced_and_one_cancelled_before_its_worker_keeps_nothing(store):
+    vs = await vector_store(store)
+    await store.add_vector_store_files(vs, "alice", [("file_1", None, CHUNKING)], None)
+    job = await store.claim_job("w", lease=30)
+    assert await store.finish_job(job, "w", [ChunkRow(i, 0, 1, 1, f"old{i}", None) for i in range(1500)], 1, None)
+    await store.add_vector_store_files(vs, "alice", [("file_1", None, CHUNKING)], None)  # again
+    assert await store.searchable_files([vs]) == []  # in progress: not searched, old chunks or not
+    job = await store.claim_job("w", lease=30)
+    assert await store.finish_job(job, "w", [ChunkRow(0, 0, 1, 1, "new", None)], 1, None)
+    assert [c.text for c in await store.file_chunks(vs, "file_1")] == ["new"]
+    assert await store.keyword_search("old7", [vs], None, 5, alone=True) == []
+    await store.create_batch("vsfb_1", vs, "alice", int(time.time()))
+    await store.add_vector_store_files(vs, "alice", [("file_1", None, CHUNKING)], "vsfb_1")
+    assert await store.cancel_batch("vsfb_1", vs, "alice")
+    assert await store.file_chunks(vs, "file_1") == []
+    assert await store.keyword_search("new", [vs], None, 5, alone=True) == []
