@@ -3,14 +3,16 @@
     python -m bench.file_search                     # about 10 minutes on 2 cores (100 MB, 100k chunks)
     python -m bench.file_search --quick             # a smoke run of well under a minute
     python -m bench.file_search --pg postgresql://postgres@127.0.0.1:5432/test   # PostgreSQL too
+    python -m bench.file_search --only-ingest --ingest-mb 48 --file-mb 48     # one big file's ingestion
 
 The gateway runs as its own process (`python -m responses_gateway serve`) in front of the tests' fake model
 server (tests/support/fake_chat.py, which also serves /v1/embeddings as vLLM does), everything on 127.0.0.1.
 
-  * ingest — `--ingest-mb` of text (deterministic pseudo-words, in 5 MB files) uploaded, put in a vector store
-    with no embedding model (so no embedding time is counted), and waited for: chunks per CPU-second of the
-    gateway process (user + system, from /proc), wall time, and the process's peak RSS (VmHWM) above what
-    it had before.
+  * ingest — `--ingest-mb` of text (deterministic pseudo-words, in `--file-mb` files, 5 MB by default) uploaded,
+    put in a vector store with no embedding model (so no embedding time is counted; `--embeddings` counts the
+    fake server's), and waited for: chunks per CPU-second of the gateway process (user + system, from /proc),
+    wall time, the process's peak RSS (VmHWM) above what it had before, and what another key's stored requests
+    (POST /v1/conversations every 20 ms) waited meanwhile. SQLite, and PostgreSQL with `--pg`.
   * search — a store of `--chunks` chunks with 384-dimension vectors written straight into the database,
     then `--searches` POST /v1/vector_stores/{id}/search one after another (hybrid: keyword + vector): the
     first (which loads the vectors) apart, then p50/p99. SQLite, and PostgreSQL with `--pg`.
@@ -113,30 +115,76 @@ def text_of(size: int, seed: int) -> bytes:
     return "\n".join(lines).encode()[:size]
 
 
-def ingest(upstream: FakeChatUpstream, db: str, megabytes: int) -> dict[str, Any]:
-    gw = Gateway(upstream.base_url, db, "--max-extracted-chars", str(200 * 1024 * 1024))
+class Prober:
+    """Another key's stored requests while ingestion runs: POST /v1/conversations (a write of the store) every
+    20 ms, one at a time, each one's latency kept — what a big ingestion makes everyone else wait."""
+
+    def __init__(self, url: str):
+        import threading
+
+        self.url = url
+        self.latencies: list[float] = []
+        self.failures = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.url, timeout=60, headers={"authorization": "Bearer key-other"}) as client:
+            while not self.stopping.is_set():
+                t = time.perf_counter()
+                try:
+                    ok = client.post("/v1/conversations", json={"metadata": {"k": "v"}}).status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                self.latencies.append(time.perf_counter() - t)
+                self.failures += not ok
+                time.sleep(0.02)
+
+    def __enter__(self) -> Prober:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        self.thread.join()
+
+    def figures(self) -> dict[str, Any]:
+        ms = [x * 1000 for x in self.latencies] or [0.0]
+        return {"other_writes": len(self.latencies), "other_failed": self.failures,
+                "other_p50_ms": round(percentile(ms, 50), 1), "other_p99_ms": round(percentile(ms, 99), 1),
+                "other_max_ms": round(max(ms), 1)}
+
+
+def ingest(upstream: FakeChatUpstream, db: str, megabytes: int, file_mb: int = 5, label: str = "sqlite",
+           embeddings: bool = False) -> dict[str, Any]:
+    extra = ["--embeddings-model", EMBEDDING_MODEL] if embeddings else []
+    gw = Gateway(upstream.base_url, db, "--max-extracted-chars", str(200 * 1024 * 1024), "--api-keys",
+                 "key-bench,key-other", *extra)
     try:
-        client = httpx.Client(base_url=f"{gw.url}/v1", timeout=600)
-        per_file = 5 * 1024 * 1024
+        client = httpx.Client(base_url=f"{gw.url}/v1", timeout=600, headers={"authorization": "Bearer key-bench"})
+        per_file = file_mb * 1024 * 1024
         ids = []
         for i in range(max(1, megabytes * 1024 * 1024 // per_file)):
             data = text_of(min(per_file, megabytes * 1024 * 1024), i)
             ids.append(client.post("/files", files={"file": (f"doc{i}.txt", data)},
                                    data={"purpose": "assistants"}).json()["id"])
         base_rss, cpu0, t0 = gw.rss(), gw.cpu(), time.monotonic()
-        vs = client.post("/vector_stores", json={"name": "bench", "file_ids": ids}).json()
-        while True:
-            got = client.get(f"/vector_stores/{vs['id']}").json()
-            if got["status"] != "in_progress":
-                break
-            time.sleep(0.2)
+        with Prober(gw.url) as prober:
+            vs = client.post("/vector_stores", json={"name": "bench", "file_ids": ids}).json()
+            while True:
+                got = client.get(f"/vector_stores/{vs['id']}").json()
+                if got["status"] != "in_progress":
+                    break
+                time.sleep(0.2)
         wall, cpu = time.monotonic() - t0, gw.cpu() - cpu0
         peak = gw.rss("VmHWM")
         chunks = _count_chunks(db, vs["id"])
         assert got["file_counts"]["completed"] == len(ids), got
-        return {"megabytes": megabytes, "files": len(ids), "chunks": chunks, "wall_s": round(wall, 2),
-                "cpu_s": round(cpu, 2), "chunks_per_cpu_s": round(chunks / cpu), "peak_rss_mb": round(peak / 2**20),
-                "rss_growth_mb": round((peak - base_rss) / 2**20)}
+        return {"backend": label, "megabytes": megabytes, "file_mb": file_mb, "files": len(ids), "chunks": chunks,
+                "embeddings": embeddings, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+                "chunks_per_cpu_s": round(chunks / cpu), "chunks_per_s": round(chunks / wall),
+                "peak_rss_mb": round(peak / 2**20), "rss_growth_mb": round((peak - base_rss) / 2**20),
+                **prober.figures()}
     finally:
         gw.stop()
 
@@ -285,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--ingest-mb", type=int, default=100, help="0 leaves the ingest case out")
+    parser.add_argument("--file-mb", type=int, default=5, help="the size of each ingested file")
+    parser.add_argument("--embeddings", action="store_true", help="ingest with the fake server's embeddings")
+    parser.add_argument("--only-ingest", action="store_true", help="leave the search and turn cases out")
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=40)
@@ -296,8 +347,22 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {}
     with FakeChatUpstream() as upstream, tempfile.TemporaryDirectory() as tmp:
         if args.ingest_mb:
-            out["ingest"] = ingest(upstream, str(Path(tmp) / "ingest.db"), args.ingest_mb)
-            print("ingest", out["ingest"], flush=True)
+            out["ingest"] = [ingest(upstream, str(Path(tmp) / "ingest.db"), args.ingest_mb, args.file_mb,
+                                    embeddings=args.embeddings)]
+            print("ingest", out["ingest"][-1], flush=True)
+            if args.pg:
+                url = _pg_database(args.pg)
+                try:
+                    out["ingest"].append(ingest(upstream, url, args.ingest_mb, args.file_mb, "postgresql",
+                                                args.embeddings))
+                    print("ingest", out["ingest"][-1], flush=True)
+                finally:
+                    _pg_drop(args.pg, url)
+        if args.only_ingest:
+            print(report(out))
+            if args.json:
+                Path(args.json).write_text(json.dumps(out, indent=2))
+            return 0
         out["search"] = [search(upstream, str(Path(tmp) / "search.db"), args.chunks, args.searches, "sqlite")]
         print("search", out["search"][-1], flush=True)
         if args.pg:
@@ -341,11 +406,18 @@ def _pg_drop(admin: str, url: str) -> None:
 def report(out: dict[str, Any]) -> str:
     lines = []
     if "ingest" in out:
-        i = out["ingest"]
-        lines += ["| ingest | MB | chunks | wall s | CPU s | chunks / CPU-s | peak RSS MB | RSS growth MB |",
-                  "|---|---|---|---|---|---|---|---|",
-                  f"| auto chunking, no embeddings | {i['megabytes']} | {i['chunks']} | {i['wall_s']} | {i['cpu_s']} | "
-                  f"{i['chunks_per_cpu_s']} | {i['peak_rss_mb']} | {i['rss_growth_mb']} |", ""]
+        lines += ["| ingest (auto chunking) | MB (files of) | chunks | wall s | CPU s | chunks / CPU-s | chunks / s | "
+                  "peak RSS MB | RSS growth MB | another key's writes meanwhile: p50 / p99 / max ms |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for i in out["ingest"]:
+            lines.append(
+                f"| {i['backend']}, {'embeddings' if i['embeddings'] else 'no embeddings'} | {i['megabytes']} "
+                f"({i['file_mb']}) | {i['chunks']} | {i['wall_s']} | {i['cpu_s']} | {i['chunks_per_cpu_s']} | "
+                f"{i['chunks_per_s']} | {i['peak_rss_mb']} | {i['rss_growth_mb']} | {i['other_p50_ms']} / "
+                f"{i['other_p99_ms']} / {i['other_max_ms']} ({i['other_failed']} failed) |")
+        lines.append("")
+    if "search" not in out:
+        return "\n".join(lines)
     lines += ["| search | chunks | first (loads vectors) ms | gateway CPU ms / search | p50 ms | p99 ms | "
               "gateway RSS MB |", "|---|---|---|---|---|---|---|"]
     for s in out["search"]:

@@ -27,6 +27,7 @@ from .api.body import BodyPace
 from .api.compact import compact_response
 from .api.errors import HANDLERS, render
 from .api.input_tokens import count_input_tokens
+from .api.nul import NulGuard
 from .api.responses import create_response
 from .api.stored import cancel_response, delete_response, get_response, list_input_items
 from .api.streaming import SERVER_SEND
@@ -305,6 +306,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
     keys = settings.load_api_keys()
     shared = make_shared_limits(settings)
     door = Door(Limits.of(settings), shared)
+    app.add_middleware(NulGuard)  # inside Admission: the body has been read (api/nul.py)
     app.add_middleware(Admission, door=door, pace=BodyPace(settings.min_body_rate, settings.body_rate_grace,
                                                               settings.body_idle_timeout))
     app.add_middleware(KeyAuth, keys=keys)  # added last, so it runs first: Admission knows the owner

@@ -16,7 +16,8 @@ def test_file_search_bench_runs(tmp_path):
                           env=_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(out_json.read_text())
-    assert report["ingest"]["chunks"] > 0 and report["ingest"]["chunks_per_cpu_s"] > 0
+    (ingest,) = report["ingest"]
+    assert ingest["chunks"] > 0 and ingest["chunks_per_cpu_s"] > 0 and ingest["other_writes"] > 0
     assert [s["backend"] for s in report["search"]] == ["sqlite"] and report["search"][0]["p50_ms"] > 0
     assert set(report["turn"]) >= {"plain_ms", "with_file_search_ms", "search_ms", "added_beyond_search_ms"}
     assert "| search | chunks |" in done.stdout

@@ -9,7 +9,7 @@ carry — and serves the web pages the model opens:
     POST /tavily/search                      Tavily (Authorization: Bearer tvly-..., else 401 {"detail": {...}})
     POST /exa/search                         Exa (x-api-key, else 401 {"error": ...})
     /pages/<name>                            HTML, plain text, redirects, a huge page, a slow page, a PDF,
-                                             a page that tries prompt injection
+                                             a page that tries prompt injection, a hostile nesting
 
 Results: `web.results[query] = [(url, title, snippet), ...]`; a query not set gets two results pointing at
 this server's own pages (so they can be opened). Every request is recorded (`web.requests`), `web.fail[kind]`
@@ -253,6 +253,8 @@ class FakeWeb:
             return await self._huge(request)
         if name == "big":  # a 5 MB article (the benchmark's page)
             return web.Response(text=big_page(5 * 1024 * 1024), content_type="text/html")
+        if name == "nested":  # 100,000 nested <div> (1.1 MB): tens of seconds of an HTML parser's CPU
+            return web.Response(body=nested_page(), content_type="text/html")
         return web.Response(status=404, text="no such page")
 
     async def _huge(self, request: web.Request) -> web.StreamResponse:
@@ -318,3 +320,10 @@ class ConnectionCounter:
         assert self._thread is not None
         self._thread.join(timeout=10)
         loop.close()
+
+
+def nested_page(depth: int = 100_000) -> bytes:
+    """A hostile page: `depth` nested `<div>` around one word (1.1 MB for 100,000), whose parsing costs time
+    that grows with the square of the depth."""
+    return b"<!DOCTYPE html><html><head><title>deep</title></head><body>" + b"<div>" * depth + b"bottom" \
+        + b"</div>" * depth + b"</body></html>"

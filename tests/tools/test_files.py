@@ -207,3 +207,43 @@ def test_two_replicas_on_one_postgresql_serve_each_others_files(pg_database, ups
         sdk(two).files.delete(made.id)
         with pytest.raises(openai.NotFoundError):
             sdk(one).files.retrieve(made.id)
+
+
+def test_concurrent_uploads_never_overrun_the_quota(start_gateway, backend):
+    """10 uploads of 3 MiB at once against a 10 MiB quota: at most three are kept, on both databases (the
+    quota's check and the insert are one step; on PostgreSQL two transactions would each miss the other)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    mib = 1 << 20
+    gw = start_gateway(max_file_bytes=4 * mib, file_quota_bytes=10 * mib)
+
+    def upload(i: int) -> int:
+        resp = httpx.post(f"{gw.url}/v1/files", data={"purpose": "user_data"},
+                          files={"file": (f"f{i}.txt", bytes([65 + i]) * (3 * mib))}, timeout=60)
+        return resp.status_code
+
+    with ThreadPoolExecutor(10) as pool:
+        statuses = list(pool.map(upload, range(10)))
+    assert sorted(set(statuses)) == [200, 413], statuses
+    stored = backend.query("SELECT COALESCE(SUM(bytes), 0), count(*) FROM rg_files")[0]
+    assert int(stored[0]) <= 10 * mib and stored[1] == statuses.count(200) == 3, (stored, statuses)
+
+
+def test_the_quota_holds_when_inserts_race(backend):
+    """The store alone, 10 inserts of 3 MiB at once (each on its own connection on PostgreSQL)."""
+    mib = 1 << 20
+
+    async def race() -> list[bool]:
+        store = open_store(backend.db)
+        await store.open()
+        await store.upgrade()
+        try:
+            files = [{"id": f"file_race{i}", "object": "file", "bytes": 3 * mib, "created_at": 1, "filename": "f",
+                      "purpose": "user_data", "expires_at": None} for i in range(10)]
+            return list(await asyncio.gather(*(store.add_file(f, "owner-race", 10 * mib) for f in files)))
+        finally:
+            await store.close()
+
+    added = asyncio.run(race())
+    assert added.count(True) == 3, added
+    assert int(backend.query("SELECT SUM(bytes) FROM rg_files WHERE owner = ?", "owner-race")[0][0]) == 9 * mib

@@ -450,3 +450,33 @@ def test_a_store_refuses_vectors_of_another_dimension(start_gateway, upstream, b
     with pytest.raises(openai.APIStatusError) as err:  # and a search cannot compare its query with the store
         client.vector_stores.search(vs.id, query="alpha")
     assert err.value.status_code == 502 and err.value.body["code"] == "embedding_dimension_mismatch"
+
+
+def varied_text(size: int, seed: int = 7) -> str:
+    """`size` characters of prose-like text over 50,000 distinct words (what makes PostgreSQL's tsvector and
+    GIN index work as on real documents; a repeated sentence costs it nothing)."""
+    import random
+
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = ["".join(rng.choices(letters, k=rng.randint(3, 10))) for _ in range(50_000)]
+    words = rng.choices(vocab, k=size // 6)
+    lines = [" ".join(words[i:i + 12]) + "." for i in range(0, len(words), 12)]
+    return "\n".join(lines)[:size]
+
+
+def test_a_16_mib_text_file_ingests(start_gateway, upstream, backend):
+    """16 MiB of text (about 15,000 chunks, with embeddings): in one transaction it outlived --db-timeout on
+    PostgreSQL every time (the file failed, `StoreUnavailable`); in batches it is completed, every chunk in."""
+    gw = start_gateway(embeddings_model=EMBEDDING_MODEL)
+    client = sdk(gw)
+    text = varied_text(16 << 20)
+    file_id = upload(client, "big.txt", text)
+    vs = client.vector_stores.create(name="big", file_ids=[file_id])
+    vs = wait_store(client, vs.id, timeout=300)
+    got = client.vector_stores.files.retrieve(file_id, vector_store_id=vs.id)
+    assert got.status == "completed", got.last_error
+    (count,) = backend.query("SELECT count(*) FROM rg_chunks WHERE vector_store_id = ?", vs.id)[0]
+    assert count > 10_000 and vs.file_counts.completed == 1
+    found = client.vector_stores.search(vs.id, query=text[-200:].split()[-3])
+    assert found.data

@@ -19,6 +19,7 @@ from responses_gateway.tools.web_search.render import CLOSE, OPEN
 from tests import helpers
 from tests.support.fake_chat import make_usage, text_stream, tool_calls_stream
 from tests.support.fake_web import ConnectionCounter
+from tests.support.leaks import readers_running
 from tests.support.server import GatewayServer
 
 stream = helpers.stream
@@ -31,7 +32,7 @@ def ws_gateway(_upstream_server, _fake_web, tmp_path_factory):
     db = tmp_path_factory.mktemp("websearch") / "db.sqlite"
     settings = make_settings(upstream_url=_upstream_server.base_url, db=str(db), web_search=f"searxng={web.url}/searxng",
                         web_fetch_allow_hosts=web.host, web_fetch_timeout=2.0, web_fetch_max_bytes=1_000_000,
-                        web_search_cache_ttl=0, max_tool_rounds=4)
+                        web_extract_timeout=2.0, web_search_cache_ttl=0, max_tool_rounds=4)
     with GatewayServer(settings) as gw:
         yield gw
 
@@ -196,6 +197,29 @@ def test_huge_slow_pdf_and_missing_pages(http, upstream, web):
     assert result.response["status"] == "completed"
 
 
+def test_a_hostile_nesting_costs_its_limit_and_other_pages_still_open(http, upstream, web):
+    """Two pages of 100,000 nested <div> (in a thread: 25 s of the parser's CPU each, running on after the call
+    gave up, and every page opened meanwhile failed) opened with two ordinary pages at once: each hostile one
+    fails alone at --web-extract-timeout (2 s here), its reader killed; the others are read."""
+    nested = web.page("nested")
+    upstream.enqueue(tool_calls_stream([
+        ("c0", "web_search", [json.dumps({"url": nested})]),
+        ("c1", "web_search", [json.dumps({"url": nested + "?again"})]),
+        ("c2", "web_search", [json.dumps({"url": web.page("article")})]),
+        ("c3", "web_search", [json.dumps({"url": web.page("plain")})])]))
+    upstream.enqueue(text_stream(["Done."]))
+    result = stream(http, {"model": "m", "input": "open them", "tools": [{"type": "web_search"}],
+                           "include": ["web_search_call.results"]})
+    first, second, article, plain = result.response["output"][:4]
+    for hostile in (first, second):
+        assert hostile["status"] == "failed", hostile
+        assert "could not be made readable" in hostile["error"] and "--web-extract-timeout" in hostile["error"]
+    assert article["status"] == "completed" and "Federal Reserve" in article["results"][0]["text"]
+    assert plain["status"] == "completed" and "3.50%" in plain["results"][0]["text"]
+    assert result.response["status"] == "completed"
+    assert readers_running() == []  # nothing of the hostile pages' work is left
+
+
 def test_a_page_that_tries_prompt_injection_stays_fenced(http, upstream, web):
     upstream.enqueue(call({"url": web.page("inject")}))
     upstream.enqueue(call({"url": "http://127.0.0.1:1/admin"}, "call_2"))  # the model fell for it: still refused
@@ -217,16 +241,42 @@ def test_a_provider_error_is_a_failed_item_the_model_sees(http, upstream, web):
     item = result.response["output"][0]
     assert item["status"] == "failed" and item["action"] == {"type": "search", "query": "rates"}
     assert "error" not in item
-    assert "answered HTTP 500" in tool_output(upstream, 1)
+    shown = tool_output(upstream, 1)
+    assert "answered HTTP 500" in shown
+    # the provider's internal URL is the deployment's: never in what the model (or the stored item) reads
+    assert web.host not in shown and web.url not in shown and "127.0.0.1" not in shown, shown
     assert result.response["status"] == "completed" and result.text == "Search is down."
 
 
 def test_bad_arguments_are_a_failed_call_that_says_how(http, upstream):
     upstream.enqueue(call({"queries": []}))
     upstream.enqueue(text_stream(["ok"]))
-    result = stream(http, {"model": "m", "input": "q", "tools": [{"type": "web_search"}]})
+    result = stream(http, {"model": "m", "input": "q", "tools": [{"type": "web_search"}],
+                           "include": ["web_search_call.results"]})
     assert result.response["output"][0]["status"] == "failed"
     assert '{"queries": ["..."]}' in tool_output(upstream, 1)
+    # the call was under way before it failed, as every other call: in_progress, searching, then the end
+    kinds = [e["type"] for e in web_events(result)]
+    assert kinds == ["response.output_item.added", "response.web_search_call.in_progress",
+                     "response.web_search_call.searching", "response.output_item.done"], kinds
+    assert "arguments" not in result.response["output"][0]  # the model's words are not the client's business
+    # the next turn shows the model the call it wrote, not an empty search
+    for written in ('{"queries": []}', '{"qeuries": "fed rates"', "search for fed rates"):
+        upstream.enqueue(tool_calls_stream([("call_bad", "web_search", [written])], usage=make_usage(10, 5)))
+        upstream.enqueue(text_stream(["ok"]))
+        first = stream(http, {"model": "m", "input": "q", "tools": [{"type": "web_search"}]})
+        assert first.response["output"][0]["status"] == "failed"
+        upstream.enqueue(text_stream(["again"]))
+        stream(http, {"model": "m", "input": "and?", "previous_response_id": first.response["id"],
+                      "tools": [{"type": "web_search"}]})
+        messages = upstream.requests[-1].body["messages"]
+        (replayed,) = [m for m in messages if m.get("tool_calls")]
+        function = replayed["tool_calls"][0]["function"]
+        assert function["name"] == "web_search"
+        if written.startswith("{\"queries"):  # valid JSON: the adapter may write it compactly
+            assert json.loads(function["arguments"]) == json.loads(written)
+        else:
+            assert function["arguments"] == written
 
 
 def test_earlier_calls_render_back_on_later_turns(http, upstream, web):

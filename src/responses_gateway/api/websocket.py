@@ -48,6 +48,7 @@ from ..protocol.request import request_from
 from ..respond import start
 from ..services import Services, of
 from .errors import error_response
+from .nul import check_json
 from .streaming import GRACE, end_from_outside
 from .ws_cache import LastResponse
 
@@ -200,6 +201,7 @@ class Connection:
             door.check_size(len(data), "Message")
             raw = data.encode() if isinstance(data, str) else data
             layout = door.scan(raw)
+            check_json(raw)  # NUL refused as in an HTTP body (api/nul.py)
             frame = loads(raw, layout if offload.is_large() else None)
         except APIError as exc:  # too large, too deep, too many objects, an integer wider than 64 bits
             return exc

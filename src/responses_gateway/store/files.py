@@ -23,7 +23,7 @@ from typing import IO, Any, Protocol
 
 import orjson
 
-from .base import Engine, Page, Queries
+from .base import Engine, Page, Queries, Statements
 from .sqlite import SQLite
 
 PART_BYTES = 1024 * 1024  # one row of rg_file_parts; also the size of each read of a file's bytes
@@ -197,9 +197,13 @@ class FileQueries(Queries):
             await self.engine.write([("INSERT INTO rg_files (id, owner, created_at, expires_at, bytes, purpose, body)"
                                       " VALUES (?, ?, ?, ?, ?, ?, ?)", [values])])
             return True
-        # The quota is checked in the insert itself: no window between reading the usage and adding to it
-        # on SQLite (one writer); on PostgreSQL two concurrent uploads may each see the other absent.
-        return await self.engine.write([(
+        # The quota is checked in the insert itself: on SQLite (one writer) no other insert comes between
+        # reading the usage and adding to it. On PostgreSQL two transactions would each miss the other's row
+        # (READ COMMITTED), so the owner's inserts take turns on a transaction-scoped advisory lock first:
+        # the insert's own statement then sees every row committed before it.
+        turns: Statements = [] if isinstance(self.engine, SQLite) else [
+            ("SELECT pg_advisory_xact_lock(727276, hashtext(?))", [(owner,)])]
+        return await self.engine.write(turns + [(
             "INSERT INTO rg_files (id, owner, created_at, expires_at, bytes, purpose, body) "
             "SELECT ?, ?, CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ? WHERE (SELECT COALESCE(SUM(bytes), 0) FROM rg_files "
             f"WHERE owner = ? AND {LIVE}) + CAST(? AS BIGINT) <= CAST(? AS BIGINT)",

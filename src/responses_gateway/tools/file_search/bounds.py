@@ -1,5 +1,5 @@
 """What bounds one file's extraction, and how it fails: shared by the reader (extract.py) and the PDF's
-child process (pdf.py, pdf_child.py)."""
+child process (pdf.py, pdf_child.py, over isolated.py)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 Each process runs one `Ingestor`: it claims `in_progress` files whose lease is free (tools/file_search/store.py),
 at most `--ingest-workers` at a time, and renews their leases while it works. A file is read from the store,
 its text extracted and chunked in worker threads (the event loop never waits on them), embedded in batches,
-and written — chunks and status in one transaction, only if the lease is still this worker's. A process that
+and written — its chunks in short transactions of bounded size, each only while the file is still this
+worker's, then its status (`completed` once every chunk is in). A process that
 dies leaves leases that run out (`--lease-timeout`): another process, or this one restarted, takes the files
 up. A file that has already been tried MAX_ATTEMPTS times (a crash each time) fails instead of being tried
 forever. Files added by this process are started at once (`wake`); others are found by polling.
@@ -118,6 +119,7 @@ class Ingestor:
     async def _fail(self, job: Job, code: str, message: str) -> None:
         with contextlib.suppress(Exception):
             await self.store.fail_job(job, self.worker, code, message)
+            await self.store.drop_abandoned(job)  # what a failure in the middle of writing it left
 
     async def ingest(self, job: Job) -> None:
         if job.attempts > MAX_ATTEMPTS:

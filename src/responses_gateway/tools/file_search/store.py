@@ -1,8 +1,8 @@
 """Vector stores: the stores, their files (each also an ingestion job), file batches, and the chunks.
 
 A vector store file's row is its ingestion job: `in_progress` until a worker (tools/file_search/ingest.py)
-finishes it as `completed` (its chunks written in the same transaction) or `failed` (`last_error`), or a
-cancel makes it `cancelled`. A worker claims a row by writing its name and a lease with a conditional update,
+finishes it as `completed` (once its chunks are all written, in bounded batches: `finish_job`) or `failed`
+(`last_error`), or a cancel makes it `cancelled`. A worker claims a row by writing its name and a lease with a conditional update,
 so two workers never hold one file; a worker that dies leaves a lease that runs out, and another (after a
 restart, or on another replica) takes the file up again. A worker writes its result only while it still
 holds the row.
@@ -24,11 +24,20 @@ from typing import Any, Protocol
 import orjson
 
 from ...store.base import Engine, Page, Queries, Statements
+from ...store.retention import resize
 from ...store.sqlite import SQLite
 
 LIVE = "(expires_at IS NULL OR expires_at > ?)"
 STATUSES = ("in_progress", "completed", "failed", "cancelled")
 TOUCH_EVERY = 60  # seconds: how stale last_active_at may get (expiry is counted in days)
+CHUNK_BATCH = 100  # chunks in a file's first write; later ones sized to the engine's batch_seconds (resize)
+DROP_BATCH = 1000  # positions of a file's chunks deleted per transaction
+# no row keeps the file's chunks: it is not being ingested nor completed (arguments: vector store, file)
+UNUSED = ("NOT EXISTS (SELECT 1 FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ? "
+          "AND status IN ('in_progress', 'completed'))")
+# the file's row is this worker's, being written (arguments: vector store, file, worker)
+WRITING = ("EXISTS (SELECT 1 FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ? AND worker = ? "
+           "AND status = 'in_progress')")
 
 # The keyword index, made after the migrations (idempotent): each engine's own.
 SEARCH_INDEX = {
@@ -141,6 +150,10 @@ class VectorStores(Protocol):
                          dimension: int | None) -> bool: ...
 
     async def fail_job(self, job: Job, worker: str, code: str, message: str) -> bool: ...
+
+    async def drop_abandoned(self, job: Job) -> None:
+        """The chunks of a file that is no longer being ingested nor completed (a failure mid-way)."""
+        ...
 
     async def release_jobs(self, worker: str) -> None:
         """Shutting down: this worker's files are left for the next one, at once."""
@@ -319,13 +332,14 @@ class VectorStoreQueries(Queries):
                  orjson.dumps(attributes).decode() if attributes is not None else None, orjson.dumps(chunking).decode())
                 for i, (file_id, attributes, chunking) in enumerate(files)]
         keys = [(vector_store_id, file_id) for file_id, _, _ in files]
-        await self.engine.write(
-            self._drop_chunks("vector_store_id = ? AND file_id = ?", *keys) + [
-                ("DELETE FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ?", keys),
-                ("INSERT INTO rg_vector_store_files (vector_store_id, file_id, owner, created_at, seq, status, batch_id, "
-                 "attributes, chunking) VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)", rows),
-                ("UPDATE rg_vector_stores SET version = version + 1 WHERE id = ?", [(vector_store_id,)]),
-            ])
+        # a file already there starts over: its chunks are replaced by its next worker (in batches, `finish_job`),
+        # and not searched meanwhile (it is not completed)
+        await self.engine.write([
+            ("DELETE FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ?", keys),
+            ("INSERT INTO rg_vector_store_files (vector_store_id, file_id, owner, created_at, seq, status, batch_id, "
+             "attributes, chunking) VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)", rows),
+            ("UPDATE rg_vector_stores SET version = version + 1 WHERE id = ?", [(vector_store_id,)]),
+        ])
 
     async def get_vector_store_file(self, vector_store_id: str, file_id: str, owner: str) -> dict[str, Any] | None:
         row = await self.engine.fetchone(
@@ -360,10 +374,11 @@ class VectorStoreQueries(Queries):
         gone = await self.engine.write([(
             "DELETE FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ? AND owner = ?",
             [(vector_store_id, file_id, owner)])], count_last=True) > 0
-        if gone:
-            await self.engine.write(self._drop_chunks("vector_store_id = ? AND file_id = ?", (vector_store_id, file_id))
-                                    + [("UPDATE rg_vector_stores SET version = version + 1 WHERE id = ?",
-                                        [(vector_store_id,)])])
+        if gone:  # its chunks in batches (a big file's would hold the write lock), unless it was added again
+            key = (vector_store_id, file_id)
+            await self._drop_file_chunks(key, UNUSED, key)
+            await self.engine.write([("UPDATE rg_vector_stores SET version = version + 1 WHERE id = ?",
+                                      [(vector_store_id,)])])
         return gone
 
     async def detach_file(self, file_id: str, owner: str) -> None:
@@ -417,6 +432,12 @@ class VectorStoreQueries(Queries):
             await self.engine.write([(
                 "UPDATE rg_vector_store_files SET status = 'cancelled', worker = NULL, lease_until = NULL "
                 "WHERE batch_id = ? AND vector_store_id = ? AND status = 'in_progress'", [(batch_id, vector_store_id)])])
+            rows = await self.engine.fetchall(  # chunks of files added again, then cancelled before a worker came
+                "SELECT f.file_id FROM rg_vector_store_files f WHERE f.batch_id = ? AND f.vector_store_id = ? AND "
+                "f.status = 'cancelled' AND EXISTS (SELECT 1 FROM rg_chunks c WHERE c.vector_store_id = "
+                "f.vector_store_id AND c.file_id = f.file_id)", (batch_id, vector_store_id))
+            for (file_id,) in rows:
+                await self._drop_file_chunks((vector_store_id, file_id), UNUSED, (vector_store_id, file_id))
         return cancelled
 
     # -- ingestion jobs -----------------------------------------------------------------------------------
@@ -445,6 +466,92 @@ class VectorStoreQueries(Queries):
 
     async def finish_job(self, job: Job, worker: str, chunks: list[ChunkRow], usage_bytes: int,
                          dimension: int | None) -> bool:
+        """The file's chunks, then its status: `completed` once every chunk is in. False (and the chunks this
+        attempt wrote dropped, unless the file is being ingested again) when the file stopped being this
+        worker's meanwhile: cancelled, deleted, or taken over after its lease lapsed.
+
+        The chunks go in bounded batches, each its own transaction that writes only while the row is still this
+        worker's `in_progress` one: a file of tens of thousands of chunks in one transaction outlived
+        --db-timeout on PostgreSQL (a 16 MiB text file never ingested) and, on SQLite, held the one write lock —
+        every key's saves — for as long as it ran (a 48 MB file: 10 s). Each batch is sized so that it takes
+        about the engine's `batch_seconds`, as the retention purge's are."""
+        if not await self._clear_leftovers(job, worker):
+            return False
+        batch, at = CHUNK_BATCH, 0
+        while at < len(chunks):
+            part = chunks[at:at + batch]
+            began = time.monotonic()
+            if not await self._write_chunks(job, worker, part):
+                await self.drop_abandoned(job)
+                return False
+            at += len(part)
+            batch = resize(batch, time.monotonic() - began, self.engine.batch_seconds)
+        return await self._complete(job, worker, usage_bytes, dimension)
+
+    def _held(self, job: Job, worker: str) -> tuple[str, list[tuple[Any, ...]]]:
+        """A statement that touches the job's row only while this worker holds it `in_progress`: first in a
+        batch, it locks the row on PostgreSQL (a cancel waits for the batch, not the other way round); last,
+        its row count says whether the batch counted."""
+        return ("UPDATE rg_vector_store_files SET worker = worker WHERE vector_store_id = ? AND file_id = ? "
+                "AND worker = ? AND status = 'in_progress'", [(job.vector_store_id, job.file_id, worker)])
+
+    async def _write_chunks(self, job: Job, worker: str, chunks: list[ChunkRow]) -> bool:
+        key = (job.vector_store_id, job.file_id)
+        statements: Statements = [self._held(job, worker), (
+            "INSERT INTO rg_chunks (vector_store_id, file_id, position, start_index, end_index, tokens, text, embedding) "
+            "SELECT ?, ?, CAST(? AS INTEGER), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS INTEGER), ?, "
+            f"{'?' if self._sqlite else 'CAST(? AS BYTEA)'} WHERE {WRITING}",
+            [(*key, c.position, c.start, c.end, c.tokens, c.text, c.embedding, *key, worker) for c in chunks])]
+        if self._sqlite:
+            statements.append((
+                f"INSERT INTO rg_chunks_fts (text, vector_store_id, file_id, position) SELECT ?, ?, ?, ? WHERE {WRITING}",
+                [(c.text, *key, c.position, *key, worker) for c in chunks]))
+        statements.append(self._held(job, worker))
+        return await self.engine.write(statements, count_last=True) > 0
+
+    async def _clear_leftovers(self, job: Job, worker: str) -> bool:
+        """Chunks an earlier attempt at this file left (its process died, or it was re-added meanwhile) go
+        first, in batches, while the row is this worker's; False when it no longer is."""
+        key = (job.vector_store_id, job.file_id)
+        return await self._drop_file_chunks(key, WRITING, (*key, worker), guard=self._held(job, worker))
+
+    async def drop_abandoned(self, job: Job) -> None:
+        """Chunks of a file nobody is writing any more (cancelled, failed or deleted while it was written), in
+        batches; those of a file being ingested again are its new worker's to replace."""
+        key = (job.vector_store_id, job.file_id)
+        await self._drop_file_chunks(key, UNUSED, key)
+
+    async def _drop_file_chunks(self, key: tuple[str, str], condition: str, args: tuple[Any, ...],
+                                guard: tuple[str, list[tuple[Any, ...]]] | None = None) -> bool:
+        """A file's chunks, DROP_BATCH positions a transaction, each only while `condition` holds (and, with a
+        `guard`, only while it touches the row: False when it stops). On SQLite the keyword index's rows are
+        found first by a read (a scan of the index's rows, which holds no write lock), then deleted by rowid:
+        a delete that named the file would scan them all inside every batch's transaction."""
+        row = await self.engine.fetchone("SELECT max(position) FROM rg_chunks WHERE vector_store_id = ? "
+                                         "AND file_id = ?", key)
+        top = row[0] if row and row[0] is not None else -1
+        indexed: dict[int, list[int]] = {}
+        if self._sqlite:
+            for rowid, position in await self.engine.fetchall(
+                    "SELECT rowid, position FROM rg_chunks_fts WHERE vector_store_id = ? AND file_id = ?", key):
+                indexed.setdefault(int(position) // DROP_BATCH, []).append(int(rowid))
+            top = max([top, *(DROP_BATCH * (k + 1) - 1 for k in indexed)])
+        for low in range(0, int(top) + 1, DROP_BATCH):
+            statements: Statements = [(
+                f"DELETE FROM rg_chunks WHERE vector_store_id = ? AND file_id = ? AND position >= ? AND position < ? "
+                f"AND {condition}", [(*key, low, low + DROP_BATCH, *args)])]
+            rowids = indexed.get(low // DROP_BATCH)
+            if rowids:
+                statements.append((f"DELETE FROM rg_chunks_fts WHERE rowid = ? AND {condition}",
+                                   [(rowid, *args) for rowid in rowids]))
+            if guard is not None:
+                if not await self.engine.write([guard, *statements, guard], count_last=True):
+                    return False
+            else:
+                await self.engine.write(statements)
+        return True
+
+    async def _complete(self, job: Job, worker: str, usage_bytes: int, dimension: int | None) -> bool:
         key = (job.vector_store_id, job.file_id)
         mine = ("EXISTS (SELECT 1 FROM rg_vector_store_files WHERE vector_store_id = ? AND file_id = ? AND worker = ? "
                 "AND status = 'completed')")
@@ -453,19 +560,6 @@ class VectorStoreQueries(Queries):
             "UPDATE rg_vector_store_files SET status = 'completed', usage_bytes = ?, lease_until = NULL, "
             "last_error = NULL WHERE vector_store_id = ? AND file_id = ? AND worker = ? AND status = 'in_progress'",
             [(usage_bytes, *key, worker)])]
-        statements += [(f"DELETE FROM rg_chunks WHERE vector_store_id = ? AND file_id = ? AND {mine}",
-                        [(*key, *key, worker)])]
-        statements.append((
-            "INSERT INTO rg_chunks (vector_store_id, file_id, position, start_index, end_index, tokens, text, embedding) "
-            "SELECT ?, ?, CAST(? AS INTEGER), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS INTEGER), ?, "
-            f"{'?' if self._sqlite else 'CAST(? AS BYTEA)'} WHERE {mine}",
-            [(*key, c.position, c.start, c.end, c.tokens, c.text, c.embedding, *key, worker) for c in chunks]))
-        if self._sqlite:
-            statements.append((f"DELETE FROM rg_chunks_fts WHERE vector_store_id = ? AND file_id = ? AND {mine}",
-                               [(*key, *key, worker)]))
-            statements.append((
-                f"INSERT INTO rg_chunks_fts (text, vector_store_id, file_id, position) SELECT ?, ?, ?, ? WHERE {mine}",
-                [(c.text, *key, c.position, *key, worker) for c in chunks]))
         statements.append((
             f"UPDATE rg_vector_stores SET version = version + 1, dimension = COALESCE(dimension, ?) WHERE id = ? "
             f"AND {mine}", [(dimension, job.vector_store_id, *key, worker)]))
@@ -540,9 +634,11 @@ class VectorStoreQueries(Queries):
         return [int(n) for n in row] if row else [0] * len(terms)
 
     async def store_vectors(self, vector_store_id: str) -> list[tuple[str, int, bytes]]:
+        # the completed files' only: a file being written has chunks already, but it is not searched yet
         rows = await self.engine.fetchall(
-            "SELECT file_id, position, embedding FROM rg_chunks WHERE vector_store_id = ? AND embedding IS NOT NULL",
-            (vector_store_id,))
+            "SELECT c.file_id, c.position, c.embedding FROM rg_chunks c JOIN rg_vector_store_files f ON "
+            "f.vector_store_id = c.vector_store_id AND f.file_id = c.file_id WHERE c.vector_store_id = ? "
+            "AND f.status = 'completed' AND c.embedding IS NOT NULL", (vector_store_id,))
         return [(r[0], int(r[1]), bytes(r[2])) for r in rows]
 
     async def chunk_texts(self, hits: Sequence[Hit]) -> dict[Hit, str]:

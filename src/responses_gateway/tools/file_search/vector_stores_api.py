@@ -273,7 +273,9 @@ async def vector_store_file_content(request: Request) -> Response:
     """The file's text as ingested: its chunks' spans put back together (overlaps once)."""
     fs = service(request)
     found = await _vs_file(request, fs)
-    chunks = await fs.store.file_chunks(found["vector_store_id"], found["id"])
+    # a file being ingested has no content yet (its chunks go in by batches, or are an earlier version's)
+    chunks = await fs.store.file_chunks(found["vector_store_id"], found["id"]) \
+        if found["status"] == "completed" else []
     pieces, at = [], 0
     for c in chunks:
         if c.end > at:

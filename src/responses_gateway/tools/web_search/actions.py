@@ -25,6 +25,8 @@ MAX_QUERIES = 5  # queries of one search call, run at once
 MAX_QUERY_CHARS = 400
 MAX_URL_CHARS = 2048
 MAX_PATTERN_CHARS = 200
+ARGUMENTS = "arguments"  # a failed call's item keeps what the model wrote (never shown to clients: kit.shown)
+MAX_ARGUMENTS = 16_384  # characters of it kept
 
 DESCRIPTION = (
     "Search the web, open a web page, or find text in a page. "
@@ -125,8 +127,11 @@ def _url(value: Any) -> str:
     return url
 
 
-def arguments_of(action: dict[str, Any]) -> str:
-    """An item's `action` as the function arguments the model wrote (for earlier turns)."""
+def arguments_of(action: dict[str, Any], written: Any = None) -> str:
+    """An item's `action` as the function arguments the model wrote (for earlier turns): `written`, what a
+    failed call kept of them, when there is that."""
+    if isinstance(written, str):
+        return written
     kind = action.get("type")
     if kind == "open_page":
         args: dict[str, Any] = {"url": action.get("url") or ""}

@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ...settings import load_table
@@ -58,6 +58,7 @@ class WebSearchConfig:
     fetch_timeout: float = 15.0
     fetch_max_bytes: int = 8 * 1024 * 1024
     fetch_allow_hosts: tuple[str, ...] = ()
+    extract_timeout: float = 5.0  # seconds (CPU and wall clock) to make one page readable (readable.py)
 
 
 def _split(value: str | None) -> tuple[str, ...]:
@@ -73,7 +74,7 @@ def from_settings(settings: Settings, group: WebSearchSettings,
         table = load_table(settings.config, "web_search")
     base = WebSearchConfig((), _split(group.web_search_allow_domains), _split(group.web_search_deny_domains),
                            group.web_fetch_timeout, group.web_fetch_max_bytes,
-                           _split(group.web_fetch_allow_hosts))
+                           _split(group.web_fetch_allow_hosts), group.web_extract_timeout)
     if table is None and not group.web_search:
         return None
     if importlib.util.find_spec("selectolax") is None:
@@ -85,8 +86,7 @@ def from_settings(settings: Settings, group: WebSearchSettings,
                                      else None, group.web_search_rate, group.web_search_cache_ttl,
                                      group.web_search_timeout)
                       for kind, url in parse_spec(group.web_search))
-    return WebSearchConfig(providers, base.allow_domains, base.deny_domains, base.fetch_timeout,
-                           base.fetch_max_bytes, base.fetch_allow_hosts)
+    return replace(base, providers=providers)
 
 
 def _from_table(table: Any, group: WebSearchSettings, env: Mapping[str, str], where: str,
@@ -138,5 +138,5 @@ def _from_table(table: Any, group: WebSearchSettings, env: Mapping[str, str], wh
                                      f" number; got {value!r}")
                 numbers[name] = float(value)
         providers.append(ProviderConfig(kind, url, key, numbers["rate"], numbers["cache_ttl"], numbers["timeout"]))
-    return WebSearchConfig(tuple(providers), domains["allow_domains"], domains["deny_domains"], base.fetch_timeout,
-                           base.fetch_max_bytes, base.fetch_allow_hosts)
+    return replace(base, providers=tuple(providers), allow_domains=domains["allow_domains"],
+                   deny_domains=domains["deny_domains"])

@@ -5,8 +5,11 @@ footers, asides — and inline elements are unwrapped so a sentence stays on one
 the one `<article>`) is taken when the page has it, else the body's. One line per block, whitespace collapsed.
 The title is the page's `<title>` (or its `og:title`).
 
-It is CPU work in C that grows with the page (about 0.1 s per MB): the runner calls it in a worker thread, at most
-`CONCURRENT` at a time, on a body already cut at the fetcher's byte limit; the text kept is cut at `MAX_CHARS`.
+It is CPU work in C that grows with the page (about 0.1 s per MB) — but not linearly with its depth: 100,000 nested
+`<div>` (1.1 MB) took the parser 25 s. So it runs in a child process (`read`, through readable.py and
+isolated.py), killed at `--web-extract-timeout`, at most `CONCURRENT` at a time, on a body already cut at the
+fetcher's byte limit; the text kept is cut at `MAX_CHARS`. This module is what the child imports: selectolax and
+nothing of the gateway's network side.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from selectolax.lexbor import LexborHTMLParser
 
 MAX_CHARS = 1_000_000  # text kept of one page (what find_in_page searches)
-CONCURRENT = 2  # extractions at once (threads), process-wide
+CONCURRENT = 2  # extractions at once (child processes), per process
 DROP = ["script", "style", "noscript", "template", "svg", "math", "iframe", "object", "embed", "canvas", "form",
         "nav", "header", "footer", "aside", "button", "select", "head"]
 INLINE = ["a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "font", "i", "kbd", "mark", "q", "s",
@@ -51,6 +54,13 @@ def extract(body: bytes, content_type: str, charset: str | None, url: str) -> Pa
     if root is None:
         return Page(url, title, "")
     return Page(url, title, _lines(root.text(separator="\n"))[:MAX_CHARS])
+
+
+def read(body: bytes, args: list[str]) -> dict[str, str]:
+    """In the child process (isolated.py): `extract` of a fetched body, as JSON."""
+    content_type, charset, url = args
+    page = extract(body, content_type, charset or None, url)
+    return {"url": page.url, "title": page.title, "text": page.text}
 
 
 def _title(tree: LexborHTMLParser) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import APIError, invalid
 from ..frame import Context, Declared, Item, Kit, Runner, Start, Unavailable
 from . import options, render
-from .actions import NAME, arguments_of, function
+from .actions import ARGUMENTS, MAX_ARGUMENTS, NAME, arguments_of, function
 from .settings import WebSearchSettings
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ def normalize(item: dict[str, Any], where: str) -> Item:
     for key in PRIVATE:
         if key in item:
             out[key] = item[key]
+    if isinstance(item.get(ARGUMENTS), str):  # a stored failed call's own words (the chain is read back here)
+        out[ARGUMENTS] = item[ARGUMENTS][:MAX_ARGUMENTS]
     return out
 
 
@@ -65,11 +67,13 @@ def lower(item: Item) -> tuple[Item, Item]:
     """An earlier call as upstreams see it: the `web_search` function call and what the model was shown."""
     call_id = item.get("id") or "ws"
     call = {"type": "function_call", "call_id": call_id, "name": NAME,
-            "arguments": arguments_of(item.get("action") or {})}
+            "arguments": arguments_of(item.get("action") or {}, item.get(ARGUMENTS))}
     return call, {"type": "function_call_output", "call_id": call_id, "output": render.output(item)}
 
 
 def shown(item: Item, include: frozenset[str]) -> Item:
+    if ARGUMENTS in item:  # the model's own words of a failed call: for later turns, not for clients
+        item = {k: v for k, v in item.items() if k != ARGUMENTS}
     sources = SOURCES in include
     results = RESULTS in include
     if sources and results:

@@ -59,12 +59,12 @@ class MCPSearch:
                 tools = await session.list_tools()
             except MCPError as exc:
                 await session.aclose()
-                raise ProviderError(f"{self.label}: {exc}") from None
+                raise ProviderError(f"{self.kind}: {exc}") from None
             tool = pick_tool(tools, self.tool_name)
             if tool is None:
                 await session.aclose()
                 wanted = f"a tool named {self.tool_name!r}" if self.tool_name else "a search tool taking a query"
-                raise ProviderError(f"{self.label} offers no {wanted}")
+                raise ProviderError(f"{self.kind} offers no {wanted}")
             self._session, self._tool = session, tool
             return session, tool
 
@@ -79,9 +79,9 @@ class MCPSearch:
             text, is_error = await session.call_tool(name, arguments, timeout=self.timeout)
         except MCPError as exc:
             await self.aclose()  # reconnect next time
-            raise ProviderError(f"{self.label}: {exc}") from None
+            raise ProviderError(f"{self.kind}: {exc}") from None
         if is_error:
-            raise ProviderError(f"{self.label}: the tool {name!r} failed: {text[:300]}")
+            raise ProviderError(f"{self.kind}: the tool {name!r} failed: {text[:300]}")
         return parse_output(text, query.snippet)[:query.count]
 
     async def aclose(self) -> None:

@@ -3,8 +3,9 @@ exchange with a provider's JSON API.
 
 A provider is configured by the operator (its URL and key), so its URL is not checked against the SSRF guard:
 a self-hosted SearXNG on 127.0.0.1 is the recommended setup. Its key goes in a header and nowhere else — never
-in a message, a log line or the stored response: errors name the provider and the HTTP status only, with the
-provider's own error text.
+in a message, a log line or the stored response. Its URL is the deployment's business too: errors (which the
+model reads, and which are stored in the item) name the provider by its kind and give the HTTP status, with the
+provider's own error text; the logs add the provider's `label` (its kind and host).
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ class ProviderError(Exception):
 
 
 class Provider(Protocol):
-    kind: str  # "searxng", "brave", ... (metrics, logs)
-    label: str  # the kind and host, for messages
+    kind: str  # "searxng", "brave", ... (metrics, logs, and the errors the model reads)
+    label: str  # the kind and host: for the logs and the start-up summary only
 
     async def search(self, query: Query) -> list[Result]: ...
 
@@ -147,15 +148,15 @@ class HTTPProvider:
                 raw = await _read(resp)
                 status = resp.status
         except TimeoutError:
-            raise ProviderError(f"{self.label} did not answer within {self.timeout:g} s") from None
+            raise ProviderError(f"{self.kind} did not answer within {self.timeout:g} s") from None
         except (aiohttp.ClientError, OSError) as exc:
-            raise ProviderError(f"{self.label} could not be reached ({type(exc).__name__})") from None
+            raise ProviderError(f"{self.kind} could not be reached ({type(exc).__name__})") from None
         if status >= 400:
-            raise ProviderError(f"{self.label} answered HTTP {status}{self.explain(status, raw)}")
+            raise ProviderError(f"{self.kind} answered HTTP {status}{self.explain(status, raw)}")
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
-            raise ProviderError(f"{self.label} answered with a body that is not JSON") from None
+            raise ProviderError(f"{self.kind} answered with a body that is not JSON") from None
 
     def explain(self, status: int, raw: bytes) -> str:
         """The provider's own error message from an error body, as ': message' ('' when there is none)."""

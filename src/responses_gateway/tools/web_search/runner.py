@@ -9,8 +9,9 @@ a `failed` item whose error the model reads on its next step; never a failed res
 - search: every query at once (at most `actions.MAX_QUERIES`), each through the deployment's provider chain
   (service.py), with the response's domain policy applied to what comes back; results merged by rank, duplicate
   pages once. `action.sources` lists them (shown with include `web_search_call.action.sources`).
-- open_page: fetched behind the SSRF guard (fetch.py), made readable (extract.py) in a worker thread, kept in
-  this response's page cache; the model sees the start of it (search_context_size decides how much).
+- open_page: fetched behind the SSRF guard (fetch.py), made readable (extract.py) in a child process killed at
+  its deadline or with the call (readable.py), kept in this response's page cache; the model sees the start of
+  it (search_context_size decides how much).
 - find_in_page: the text found in a page (fetched first if this response has not opened it).
 
 The URLs found and opened feed the response's citations (citations.py).
@@ -18,11 +19,9 @@ The URLs found and opened feed the response's citations (citations.py).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...generation import ToolCallStart
@@ -30,12 +29,13 @@ from ...ids import new_id
 from ...protocol.tools import ToolSet
 from ..frame import Annotator, Calls, Context, Events, Item, OpenItem, Spec
 from . import extract as extraction
-from .actions import Action, parse_arguments
+from .actions import ARGUMENTS, MAX_ARGUMENTS, Action, parse_arguments
 from .citations import Citations, canonical
 from .domains import DomainPolicy
 from .fetch import FetchError, fetch
 from .options import Options
 from .provider import ProviderError, Query, Result, gather_bounded
+from .readable import readable
 from .service import MAX_WAIT, WebSearch
 
 log = logging.getLogger("responses_gateway.web_search")
@@ -43,17 +43,6 @@ log = logging.getLogger("responses_gateway.web_search")
 PAGES = 16  # pages one response keeps (its page cache)
 MATCHES = 8  # find_in_page: passages shown
 AROUND = 240  # find_in_page: characters shown on each side of a match
-_extractor: ThreadPoolExecutor | None = None
-
-
-def extractor() -> ThreadPoolExecutor:
-    """The process's extraction threads (`extract.CONCURRENT` of them): a page's parsing never runs on the loop,
-    and a burst of large pages queues here instead of taking every worker thread."""
-    global _extractor
-    if _extractor is None:
-        _extractor = ThreadPoolExecutor(extraction.CONCURRENT, thread_name_prefix="web-extract")
-    return _extractor
-
 
 class WebSearchRunner:
     def __init__(self, options: Options, context: Context[WebSearch]):
@@ -62,9 +51,9 @@ class WebSearchRunner:
         self.service: WebSearch = context.service
         config = self.service.config
         # the loop's deadline for one call: the whole provider chain (and a rate-limit wait), or a fetch and its
-        # extraction
+        # extraction (and a wait for an extraction slot)
         chain = sum(p.timeout for p in config.providers) + MAX_WAIT
-        self.timeout: float = max(chain, config.fetch_timeout + 10.0) + 5.0
+        self.timeout: float = max(chain, config.fetch_timeout + 2 * config.extract_timeout) + 5.0
         self.policy: DomainPolicy = self.service.policy.narrowed(options.allowed, options.blocked)
         self.pages: dict[str, extraction.Page] = {}  # canonical URL -> page, this response's
         self.known: dict[str, str] = {}  # canonical URL -> title: what citations may point at
@@ -89,8 +78,9 @@ class WebSearchRunner:
     async def run(self, call: OpenItem, calls: Calls) -> AsyncIterator[Events]:
         try:
             action = parse_arguments(call.arguments)
-        except ValueError as exc:
+        except ValueError as exc:  # the call is under way all the same (OpenAI's order: searching, then the end)
             call.item["action"] = {"type": "search", "query": ""}
+            yield calls.call_events(call, [("response.web_search_call.searching", {})])
             yield calls.fail_call(call, str(exc))
             return
         call.item["action"] = action.item()
@@ -112,6 +102,8 @@ class WebSearchRunner:
     def failed(self, call: OpenItem, message: str) -> tuple[str | None, list[Spec]]:
         call.item.setdefault("action", {"type": "search", "query": ""})
         call.item["error"] = message
+        # what the model wrote, so that a later turn shows it its own call (kit.lower), not an empty search
+        call.item[ARGUMENTS] = call.arguments[:MAX_ARGUMENTS]
         return "failed", []
 
     def annotator(self) -> Annotator | None:
@@ -154,8 +146,7 @@ class WebSearchRunner:
         config = self.service.config
         fetched = await fetch(url, policy=self.policy, allow_hosts=config.fetch_allow_hosts,
                               timeout=config.fetch_timeout, max_bytes=config.fetch_max_bytes)
-        page = await asyncio.get_running_loop().run_in_executor(
-            extractor(), extraction.extract, fetched.body, fetched.content_type, fetched.charset, fetched.url)
+        page = await readable(fetched, config.extract_timeout, self.service.extracting)
         if len(self.pages) >= PAGES:
             self.pages.pop(next(iter(self.pages)))
         self.pages[key] = page

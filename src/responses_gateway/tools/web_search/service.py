@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from ... import metrics
+from ...net.urls import safe_url
 from .brave import Brave
 from .config import WebSearchConfig
 from .domains import DomainPolicy
 from .exa import Exa
+from .extract import CONCURRENT
 from .limits import TokenBucket, TTLCache
 from .mcp import MCPSearch
 from .provider import Provider, ProviderError, Query, Result
@@ -50,6 +53,8 @@ class WebSearch:
         self.slots = [Slot(provider, TokenBucket(p.rate), TTLCache[list[Result]](p.cache_ttl))
                       for provider, p in zip(made, config.providers, strict=True)]
         self.policy = DomainPolicy.of(config.allow_domains, config.deny_domains)
+        self.hidden = hidden_parts(config)
+        self.extracting = asyncio.Semaphore(CONCURRENT)  # pages being made readable at once (readable.py)
 
     @property
     def label(self) -> str:
@@ -97,7 +102,14 @@ class WebSearch:
                     if found is not None:
                         return found
             failures.append("every search provider is at its rate limit; try again shortly")
-        raise ProviderError("; ".join(failures) or "no search provider answered")
+        raise ProviderError(self.hide("; ".join(failures)) or "no search provider answered")
+
+    def hide(self, message: str) -> str:
+        """A message for the model without the providers' URLs (an error text that echoes one, an MCP
+        client's): each is named by its kind."""
+        for part, kind in self.hidden:
+            message = message.replace(part, kind)
+        return message
 
     async def _ask(self, slot: Slot, query: Query, key: object, failures: list[str]) -> list[Result] | None:
         provider = slot.provider
@@ -105,12 +117,27 @@ class WebSearch:
             found = await provider.search(query)
         except ProviderError as exc:
             metrics.web_search_requests.labels(provider.kind, "error").inc()
-            log.warning("web search: %s", exc)
+            log.warning("web search: %s (%s)", exc, provider.label)
             failures.append(str(exc))
             return None
         metrics.web_search_requests.labels(provider.kind, "ok").inc()
         slot.cache.put(key, found)
         return found
+
+
+def hidden_parts(config: WebSearchConfig) -> list[tuple[str, str]]:
+    """(what of a provider's URL a message must not show, the kind it is replaced by), longest first: the URL
+    as configured and as `safe_url` shows it, then its host and port."""
+    parts: set[tuple[str, str]] = set()
+    for p in config.providers:
+        try:
+            netloc = urlsplit(p.url).netloc.rpartition("@")[2]
+        except ValueError:
+            netloc = ""
+        for part in (p.url.rstrip("/"), safe_url(p.url).rstrip("/"), netloc):
+            if len(part) > 3:
+                parts.add((part, p.kind))
+    return sorted(parts, key=lambda x: -len(x[0]))
 
 
 def serve(config: WebSearchConfig) -> WebSearch:

@@ -49,6 +49,10 @@ class WebSearchSettings:
                                        help="seconds to fetch a page the model opens, redirects included")
     web_fetch_max_bytes: int = setting(8 * 1024 * 1024, check="positive", shown="8 MiB",
                                        help="bytes of a page read (a larger page is cut)")
+    web_extract_timeout: float = setting(
+        5.0, check="positive",
+        help="seconds of CPU (and of wall clock) to make one fetched page readable; a page that needs more (a "
+             "hostile nesting) fails alone, its reader killed")
     web_fetch_allow_hosts: str | None = setting(
         None, metavar="H1,H2",
         help="page hosts admitted although loopback/private (host, host:port, IP or CIDR), as --mcp-allow-hosts")

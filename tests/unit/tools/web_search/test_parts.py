@@ -194,3 +194,28 @@ def test_token_bucket_and_cache():
     assert (cache.get("a"), cache.get("c")) == (None, 3)
     now[0] = 11
     assert cache.get("c") is None
+
+
+def test_errors_the_model_reads_never_show_a_providers_url():
+    from responses_gateway.tools.web_search.config import ProviderConfig, WebSearchConfig
+    from responses_gateway.tools.web_search.service import WebSearch
+
+    config = WebSearchConfig((ProviderConfig("mcp", "http://user:pw@search.internal:8931/mcp"),
+                              ProviderConfig("searxng", "http://10.0.0.7:8888/")))
+    service = WebSearch(config)
+    said = ("mcp: could not connect to http://user:pw@search.internal:8931/mcp (search.internal:8931 refused); "
+            "searxng: http://10.0.0.7:8888/search answered 500")
+    hidden = service.hide(said)
+    for secret in ("search.internal", "10.0.0.7", "user:pw", "8931", "8888"):
+        assert secret not in hidden, hidden
+    assert hidden.startswith("mcp: could not connect to mcp") and "searxng: searxng/search answered 500" in hidden
+
+
+def test_a_failed_calls_own_words_replay_and_stay_hidden():
+    item = {"id": "ws_1", "type": "web_search_call", "status": "failed", "action": {"type": "search", "query": ""},
+            "error": "bad", "arguments": '{"qeuries": "x"'}
+    call, _ = lower(item)
+    assert call["arguments"] == '{"qeuries": "x"'
+    assert "arguments" not in shown(item, frozenset({"web_search_call.results", "web_search_call.action.sources"}))
+    del item["arguments"]
+    assert lower(item)[0]["arguments"] == '{"queries":[]}'
