@@ -57,7 +57,6 @@ from typing import Any, Protocol
 
 import httptools
 import orjson
-from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
@@ -283,14 +282,6 @@ def reset(transport: asyncio.Transport) -> None:
     transport.abort()
 
 
-def announced_length(headers: list[tuple[bytes, bytes]]) -> int | None:
-    """A request's Content-Length (None when its body is chunked or the header is not a number)."""
-    for name, value in headers:
-        if name == b"content-length":
-            return int(value) if value.isdigit() else None
-    return None
-
-
 def descriptors_short() -> bool:
     """Fewer than `FD_HEADROOM` file descriptors left under the soft limit. Counting them lists
     /proc/self/fd, so it is done only once the connections alone use half the limit."""
@@ -352,17 +343,6 @@ class _WatchesSends(asyncio.Protocol):
         super().connection_lost(exc)
 
 
-class _HeldFlow(FlowControl):
-    """uvicorn's flow control, which the edge can hold paused: uvicorn resumes reading after each response
-    and whenever an app awaits `receive()`, whatever is still queued; while `held`, those resumes do nothing."""
-
-    held = False
-
-    def resume_reading(self) -> None:
-        if not self.held:
-            super().resume_reading()
-
-
 class _Refused(Exception):
     """Raised in a parser callback to stop parsing a head the edge refuses (the parser wraps it)."""
 
@@ -389,12 +369,11 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         self._running: HttpEdge | None = None  # the edge of the request whose app runs now
         self._idle_since: float | None = None  # when the connection's last response was complete, if idle since
         self._opened = 0.0  # when the connection was made (the idle order of one that never sent a request)
-        self._held = b""  # bytes read and not yet parsed while the pipeline is full
-        self._body_left: int | None = None  # bytes of the body being parsed still to come, when announced
+        self._holding = False  # the pipeline is full: the connection is not read, what was read is held
+        self._held = b""  # bytes read and not yet parsed while holding
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.flow = _HeldFlow(transport)
         self._opened = self.loop.time()
         crowded = len(self.connections) > self.cap
         if crowded or (len(self.connections) > self.cap // 2 and descriptors_short()):
@@ -409,7 +388,7 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         or None while a request is in progress (`evict_idle` closes the idle ones, longest idle first)."""
         if self._idle_since is not None:
             return self._idle_since
-        if self.cycle is None and self._head == 0 and not self._held:
+        if self.cycle is None and self._head == 0 and not self._holding:
             return self._opened
         return None
 
@@ -428,13 +407,14 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         """uvicorn's, with the head's bytes counted as they arrive, a refused head answered and the pipeline
         bounded. The header and body deadlines are armed here, once a read leaves a head or a body incomplete
         (the parser's callbacks say which is due): a request that arrives whole in one read, as nearly all do,
-        needs no timer. A read of more than `PIPELINE_SLICE` bytes is parsed a slice at a time (a body whose
-        length is announced in one piece), so that pipelined requests stop queueing at `PIPELINE_DEPTH`: the
-        rest is held, unparsed, and the connection not read until the queue has drained."""
+        needs no timer. A read of more than `PIPELINE_SLICE` bytes is parsed a slice at a time (a body, and
+        what follows it in the read, in one piece), so that pipelined requests stop queueing at
+        `PIPELINE_DEPTH`: the rest is held, unparsed, and the connection not read until the queue has drained."""
         if self._refusal is not None:
             return  # lingering after a refusal: what the client still sends is dropped
-        if self._held:
-            self._held += data  # read before the pause took effect
+        if self._holding:  # uvicorn resumed reading (an app awaited `receive()`): keep it, unparsed
+            self._held += data
+            self.flow.pause_reading()
             return
         self._unset_keepalive_if_required()
         if len(data) <= PIPELINE_SLICE:
@@ -447,7 +427,8 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
             if len(self.pipeline) >= PIPELINE_DEPTH:
                 self._hold(bytes(view[at:]))
                 return
-            size = self._body_left if self._head is None and self._body_left else PIPELINE_SLICE
+            # a body, and what follows it in this read, in one piece: a body is never cut in slices
+            size = len(data) - at if self._head is None else PIPELINE_SLICE
             if not self._feed(view[at:at + size]):
                 return
             at += size
@@ -481,27 +462,20 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
 
     def _hold(self, rest: bytes) -> None:
         """The pipeline is full: keep `rest` unparsed and stop reading until it drains (on_response_complete)."""
+        self._holding = True
         self._held = rest
-        assert isinstance(self.flow, _HeldFlow)
-        self.flow.held = True
         self.flow.pause_reading()
 
     def _release(self) -> None:
         """The pipeline has drained: parse what was held, and read again unless it filled the pipeline anew."""
-        if self.transport.is_closing():
+        if self.transport.is_closing() or not self._holding:
             return
-        assert isinstance(self.flow, _HeldFlow)
-        self.flow.held = False
+        self._holding = False
         held, self._held = self._held, b""
         if held:
             self.data_received(held)
-        if not self.flow.held:
+        if not self._holding:
             self.flow.resume_reading()
-
-    def on_body(self, body: bytes) -> None:
-        if self._body_left is not None:
-            self._body_left -= len(body)
-        super().on_body(body)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -535,13 +509,11 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         self._head = None
         self._disarm()
         self._due = (self.limits.body_timeout, "body_timeout")
-        self._body_left = announced_length(self.headers)
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._disarm()
         self._due = None
-        self._body_left = None
         self._head = 0  # whatever comes next is the next request's head
         super().on_message_complete()
 
@@ -572,22 +544,20 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         self.server_state.total_requests += 1
         if self.transport.is_closing():
             return
-        self.flow.resume_reading()
+        if not self._holding:
+            self.flow.resume_reading()
         if self.pipeline:
             self._idle_since = None
             cycle, app = self.pipeline.pop()
             self._start_asgi_task(cycle, app)
-            if self._held_back() and len(self.pipeline) <= PIPELINE_DEPTH // 2:
+            if self._holding and len(self.pipeline) <= PIPELINE_DEPTH // 2:
                 self.loop.call_soon(self._release)
             return
-        if self._held_back():
+        if self._holding:
             self.loop.call_soon(self._release)
         self._idle_since = self.loop.time()
         if self.timeout_keep_alive_task is None:
             self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self._idle_check)
-
-    def _held_back(self) -> bool:
-        return isinstance(self.flow, _HeldFlow) and self.flow.held
 
     def _idle_check(self) -> None:
         self.timeout_keep_alive_task = None
