@@ -4,6 +4,8 @@ cost a gateway process. Not timed tests: figures to compare runs and versions by
     python -m bench.edge                       # both parts, about a minute and a half
     python -m bench.edge --part headers        # memory per header byte only
     python -m bench.edge --part readers        # how long a client that stops reading holds its response
+    python -m bench.edge --part pipeline       # connections pipelining 16 MiB of GET /health each
+    python -m bench.edge --part bodies         # 40 connections withholding the end of a 30 MiB body
     python -m bench.edge --src /work/main/src  # the same against another source tree (a before/after pair)
 
 headers: a gateway process (`--db none`, default limits) gets connections that send request heads that
@@ -17,6 +19,12 @@ hold), reads about 2 KB, then reads nothing, with a 4 KiB receive buffer. Report
 until the gateway dropped the connection (the client's TCP state, read without reading the socket), how
 the response was stored, and then the same with 8 such clients and `--max-in-flight 8` (is a 9th request
 refused, and served once they are ended?) and at SIGTERM (stored, tracebacks in the log, exit time).
+
+pipeline: 1 and then 3 connections each pipeline `--pipeline-mib` MiB of `GET /health` while reading every
+answer; reported: the peak RSS growth, the answers, and the seconds it took (issue 34, R1).
+
+bodies: 40 connections each send 30 MiB of a body announced as 30 MiB + 1 byte, then nothing; reported: the
+peak RSS growth, how many were answered (and with what) within 30 s, and the RSS 5 s after (issue 34, R3).
 """
 
 from __future__ import annotations
@@ -257,9 +265,107 @@ def many(log_dir: Path, src: str | None, url: str, tmp: Path) -> list[dict]:
     return rows
 
 
+HEALTH = b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n"
+
+
+def _pipeline_one(port: int, total: int, counts: list[int], i: int) -> None:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=120)
+    threading.Thread(target=lambda: sock.sendall(HEALTH * total), daemon=True).start()
+    tail = b""
+    while counts[i] < total:
+        data = sock.recv(1 << 20)
+        if not data:
+            break
+        chunk = tail + data
+        counts[i] += chunk.count(b"HTTP/1.1 200 OK")
+        tail = chunk[-16:]
+    sock.close()
+
+
+def pipeline(log_dir: Path, src: str | None, mib: int) -> list[dict]:
+    rows = []
+    up, url = start_upstream(log_dir, src)
+    try:
+        for conns in (1, 3):
+            gw, port = start_gateway(f"gw-pipeline-{conns}", url, "none", log_dir, src)
+            try:
+                for _ in range(200):
+                    post_health(port)
+                base = rss_mib([gw.pid])
+                total = mib * 1024 * 1024 // len(HEALTH)
+                counts = [0] * conns
+                workers = [threading.Thread(target=_pipeline_one, args=(port, total, counts, i), daemon=True)
+                           for i in range(conns)]
+                started = time.monotonic()
+                for w in workers:
+                    w.start()
+                peak = base
+                while any(w.is_alive() for w in workers) and time.monotonic() - started < 300:
+                    peak = max(peak, rss_mib([gw.pid]))
+                    time.sleep(0.02)
+                rows.append(dict(conns=conns, sent_mib=mib * conns, requests=total * conns, answered=sum(counts),
+                                 seconds=time.monotonic() - started, base=base, growth=peak - base))
+            finally:
+                gw.stop()
+    finally:
+        up.stop()
+    return rows
+
+
+def post_health(port: int) -> None:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as answer:
+        answer.read()
+
+
+def bodies(log_dir: Path, src: str | None) -> dict:
+    up, url = start_upstream(log_dir, src)
+    gw, port = start_gateway("gw-bodies", url, "none", log_dir, src)
+    try:
+        base = rss_mib([gw.pid])
+        socks = []
+        size = 30 * 1024 * 1024
+        chunk = b" " * (1024 * 1024)
+
+        def send(sock: socket.socket) -> None:
+            with contextlib.suppress(OSError):
+                sock.sendall(b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                             b"content-length: %d\r\n\r\n" % (size + 1))
+                for _ in range(30):
+                    sock.sendall(chunk)
+
+        started = time.monotonic()
+        for _ in range(40):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+            socks.append(sock)
+            threading.Thread(target=send, args=(sock,), daemon=True).start()
+        peak, answers = base, {}
+        while time.monotonic() - started < 30 and len(answers) < len(socks):
+            peak = max(peak, rss_mib([gw.pid]))
+            readable, _, _ = select.select([s for s in socks if s not in answers], [], [], 0.02)
+            for s in readable:
+                try:
+                    data = s.recv(4096)
+                except OSError:
+                    data = b""
+                answers[s] = (data.split(b"\r\n", 1)[0].decode(errors="replace") or "closed",
+                              time.monotonic() - started)
+        kinds: dict[str, int] = {}
+        for status, _ in answers.values():
+            kinds[status] = kinds.get(status, 0) + 1
+        for s in socks:
+            s.close()
+        time.sleep(5)
+        return dict(base=base, growth=peak - base, answers=kinds, unanswered=len(socks) - len(answers),
+                    last=max((t for _, t in answers.values()), default=0.0), after=rss_mib([gw.pid]) - base)
+    finally:
+        gw.stop()
+        up.stop()
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.edge", description=__doc__.split("\n")[0])
-    p.add_argument("--part", choices=("headers", "readers", "all"), default="all")
+    p.add_argument("--part", choices=("headers", "readers", "pipeline", "bodies", "all"), default="all")
+    p.add_argument("--pipeline-mib", type=int, default=16, help="MiB each pipelining connection sends [16]")
     p.add_argument("--src", help="run this source tree's gateway (put first on PYTHONPATH)")
     p.add_argument("--header-mib", type=int, default=24, help="MiB each flooding connection sends at most [24]")
     args = p.parse_args(argv)
@@ -276,6 +382,19 @@ def main(argv: list[str] | None = None) -> None:
             print("|---|---|---|")
             for r in readers(log_dir, args.src, log_dir):
                 print(f"| {r['setting']} | {r['held']} | {r['stored']} |", flush=True)
+        if args.part in ("pipeline", "all"):
+            print("\n| pipelining connections | MiB sent | requests | answered | seconds | idle RSS MiB | RSS growth MiB |")
+            print("|---|---|---|---|---|---|---|")
+            for r in pipeline(log_dir, args.src, args.pipeline_mib):
+                print(f"| {r['conns']} | {r['sent_mib']} | {r['requests']} | {r['answered']} | {r['seconds']:.1f} | "
+                      f"{r['base']:.0f} | {r['growth']:.0f} |", flush=True)
+        if args.part in ("bodies", "all"):
+            r = bodies(log_dir, args.src)
+            print("\n| 40 bodies of 30 MiB withheld | RSS growth MiB | answers within 30 s | unanswered | last answer s "
+                  "| RSS 5 s after, MiB over idle |")
+            print("|---|---|---|---|---|---|")
+            print(f"| default limits | {r['growth']:.0f} | {r['answers']} | {r['unanswered']} | {r['last']:.1f} | "
+                  f"{r['after']:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -19,13 +19,13 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import access, logs, metrics, tracing
+from . import access, logs, metrics, scrape, tracing
 from .api import conversations
 from .api.admission import Admission
 from .api.auth import KeyAuth, start_owners
 from .api.body import BodyPace
 from .api.compact import compact_response
-from .api.errors import HANDLERS
+from .api.errors import HANDLERS, render
 from .api.input_tokens import count_input_tokens
 from .api.nul import NulGuard
 from .api.responses import create_response
@@ -35,6 +35,7 @@ from .api.websocket import responses_websocket
 from .background import Background
 from .config import Settings
 from .door import Door, Limits
+from .errors import APIError
 from .routing import Router, Rule, load_rules
 from .services import Services, of
 from .shared_limits import SharedLimits
@@ -101,6 +102,13 @@ async def sweep_files_forever(store: Store, every: float = 3600.0) -> None:
 
 
 async def metrics_endpoint(request: Request) -> Response:
+    """/metrics on the public port, as `scrape.public_access` decides (off: the 404 of any unknown path)."""
+    settings = of(request.app).settings
+    access = scrape.public_access(settings.metrics_key, settings.metrics_port, bool(settings.load_api_keys()))
+    if access == "off":
+        return render(APIError(404, "Invalid URL (GET /metrics)"))
+    if access == "key" and not scrape.authorized(request.headers.get("authorization"), settings.metrics_key or ""):
+        return render(scrape.UNAUTHORIZED)
     return Response(metrics.render(), headers={"content-type": metrics.CONTENT_TYPE})
 
 
@@ -299,7 +307,8 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
     shared = make_shared_limits(settings)
     door = Door(Limits.of(settings), shared)
     app.add_middleware(NulGuard)  # inside Admission: the body has been read (api/nul.py)
-    app.add_middleware(Admission, door=door, pace=BodyPace(settings.min_body_rate, settings.body_rate_grace))
+    app.add_middleware(Admission, door=door, pace=BodyPace(settings.min_body_rate, settings.body_rate_grace,
+                                                              settings.body_idle_timeout))
     app.add_middleware(KeyAuth, keys=keys)  # added last, so it runs first: Admission knows the owner
     return app
 
@@ -361,7 +370,10 @@ def freeze_startup() -> None:
 
 def configure_edge(settings: Settings) -> None:
     """This process's connection limits (`edge.EdgeProtocol`, which `serve` gives uvicorn)."""
+    from .bodies import BUDGET
     from .edge import EdgeLimits, EdgeProtocol
 
     EdgeProtocol.configure(EdgeLimits(settings.header_timeout, settings.body_timeout, settings.max_connections,
-                                      settings.max_header_bytes, settings.max_headers, settings.send_timeout))
+                                      settings.max_header_bytes, settings.max_headers, settings.send_timeout,
+                                      settings.body_idle_timeout))
+    BUDGET.limit = settings.max_bodies_bytes

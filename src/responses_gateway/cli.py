@@ -113,6 +113,14 @@ def serve(settings: Settings) -> None:
             sys.exit(database_failed(store.label, exc))
     asyncio.run(check_upstreams(router))
     sock = listen(settings.host, settings.port)
+    if settings.metrics_port:  # /metrics on its own listener, served by this process (the supervisor)
+        from .scrape import serve_metrics
+
+        try:
+            serve_metrics(settings.metrics_host, settings.metrics_port, settings.metrics_key)
+        except OSError as exc:
+            sys.exit(f"responses-gateway: --metrics-port {settings.metrics_port}: cannot listen on "
+                     f"{settings.metrics_host}: {exc.strerror or exc}")
     log.info("responses-gateway %s listening on http://%s:%d", __version__, settings.host, settings.port)
     # what is on and off, and why, is said by each process once its services have started (startup.summary)
     # uvicorn's own lines go to our handler (no log_config of its own): one format for every line.

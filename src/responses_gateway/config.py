@@ -125,6 +125,17 @@ class Settings:
             "second is answered 408 and its connection closed (`0`: no minimum) ([docs/limits.md](docs/limits.md))")
     body_rate_grace: float = setting(10.0, check="non_negative", group=LIMITS,
                                      help="seconds a request's body may take before --min-body-rate applies")
+    body_idle_timeout: float = setting(
+        15.0, check="non_negative", group=LIMITS,
+        help="seconds a request body (or WebSocket message) may go without a byte before it is cut (0: none)",
+        doc="a body, or a WebSocket message, of which nothing has come for this long is cut: 408 and the "
+            "connection closed (a WebSocket: closed 1008); `0`: none ([docs/limits.md](docs/limits.md#bodies-in-flight))")
+    max_bodies_bytes: int = setting(
+        512 * 1024 * 1024, check="non_negative", shown="512 MiB", group=LIMITS,
+        help="bytes of request bodies and WebSocket messages still arriving, per process (503 beyond; 0: no limit)",
+        doc="bytes held by request bodies and WebSocket messages still arriving, all of them together, per process: "
+            "one that would pass it is answered `503` with `Retry-After` (a WebSocket is closed 1013); `0`: no "
+            "limit ([docs/limits.md](docs/limits.md#bodies-in-flight))")
     keep_alive_timeout: float = setting(5.0, check="positive", group=LIMITS,
                                         help="seconds an idle keep-alive connection is kept")
     max_connections: int = setting(0, check="non_negative", shown="3/4 of ulimit -n", group=LIMITS,
@@ -180,6 +191,18 @@ class Settings:
         doc="one line per request (client, method and path, status, bytes, time, response id or `-`), and one "
             "when a WebSocket connection opens and one when it closes; in the `--log-format` of every other line "
             "([docs/observability.md](docs/observability.md#access-log))")
+    metrics_key: str | None = setting(
+        None, metavar="KEY", secret=True, group=LOGS, help="bearer key /metrics asks for",
+        doc="`/metrics` answers only `Authorization: Bearer <key>` (on the public port, or on `--metrics-port`); "
+            "without it and without `--metrics-port`, `/metrics` is off the public port where API keys are set "
+            "([docs/observability.md](docs/observability.md#metrics))")
+    metrics_port: int = setting(
+        0, check="non_negative", shown="0 (on the public port)", group=LOGS,
+        help="serve /metrics on this port of --metrics-host instead of the public one",
+        doc="`/metrics` on a listener of its own (`--metrics-host`, default 127.0.0.1) and not on the public port; "
+            "with `--workers`, the supervisor serves it, summing every worker")
+    metrics_host: str = setting("127.0.0.1", metavar="ADDR", group=LOGS,
+                                help="address of the --metrics-port listener")
     otel: bool = setting(
         False, group=LOGS, shown="off (on when OTEL_EXPORTER_OTLP_ENDPOINT is set)",
         help="OpenTelemetry traces over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT",

@@ -19,7 +19,15 @@ uvicorn as `http=EdgeProtocol`, `ws=EdgeWebSocketProtocol`) add, per connection:
   client has this long to read anything of it. Past it the app is told (`Edge.on_stall`: a stream ends its
   response as failed, stored) and the connection is aborted, not closed: a graceful close would wait for a
   buffer that never drains;
-- a cap on open connections per process: one more is closed at once.
+- a bound on pipelined requests: past `PIPELINE_DEPTH` requests queued behind the running one the
+  connection is not read (and a big read is parsed `PIPELINE_SLICE` bytes at a time, the rest held), until
+  the queue has drained; uvicorn resumed reading after every response, so one connection pipelining 16 MiB
+  of `GET /health` queued a million requests (1.3 GiB);
+- a cap on open connections per process: when it is reached, or when the process runs short of file
+  descriptors, the connections idle longest (kept alive after a response, or open with nothing sent yet) are
+  closed first; only when none is idle is the new one closed at once;
+- for a WebSocket, a message still arriving holds its bytes in the process's budget (bodies.py), and one of
+  which nothing came for `body_idle` seconds closes the connection (1008).
 
 Each close is counted in `responses_gateway_connections_closed_total{reason}` (idle keep-alive closes too)
 and logged at WARNING, at most once a second per reason (a flood of refused connections is one line a
@@ -37,6 +45,7 @@ import asyncio
 import contextlib
 import fcntl
 import logging
+import os
 import resource
 import socket
 import struct
@@ -52,6 +61,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from . import metrics
+from .bodies import BUDGET
 from .errors import APIError
 
 log = logging.getLogger("responses_gateway.edge")
@@ -61,6 +71,9 @@ LINGER = 2.0  # seconds a refused client's further bytes are read and dropped, s
 EDGE = "responses_gateway.edge"  # the scope key of the request's `Edge`
 WARN_EVERY = 1.0  # seconds: at most one WARNING line per close reason in this long
 PHRASES = {414: b"URI Too Long", 431: b"Request Header Fields Too Large"}  # RFC 9110, RFC 6585
+PIPELINE_DEPTH = 16  # requests queued behind the running one before the connection is not read
+PIPELINE_SLICE = 4096  # bytes of a bigger read parsed at a time, the queue checked between two
+FD_HEADROOM = 32  # descriptors kept free for the process's own (upstreams, database, files) below ulimit -n
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,7 @@ class EdgeLimits:
     max_header_bytes: int = 65536  # the request line and headers (Envoy: 60 KiB; nginx: 4 x 8 KiB)
     max_headers: int = 100  # Envoy's default
     send_timeout: float = 60.0  # 0: none
+    body_idle: float = 15.0  # seconds without a byte of a WebSocket message still arriving (0: none)
 
     def connection_cap(self) -> int:
         if self.max_connections > 0:
@@ -268,6 +282,38 @@ def reset(transport: asyncio.Transport) -> None:
     transport.abort()
 
 
+def descriptors_short() -> bool:
+    """Fewer than `FD_HEADROOM` file descriptors left under the soft limit. Counting them lists
+    /proc/self/fd, so it is done only once the connections alone use half the limit."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return False
+    try:
+        return len(os.listdir("/proc/self/fd")) > soft - FD_HEADROOM
+    except OSError:
+        return False
+
+
+def evict_idle(connections: set[Any], newcomer: object) -> bool:
+    """Close the connection idle longest (none of the newcomer's), to make room: a connection kept alive
+    after its response or open with nothing sent is cheaper to lose than a new request. False: none idle."""
+    oldest: EdgeProtocol | None = None
+    since = float("inf")
+    for connection in connections:
+        if connection is newcomer or not isinstance(connection, EdgeProtocol):
+            continue
+        idle = connection.idle_since()
+        if idle is not None and idle < since and not connection.transport.is_closing():
+            oldest, since = connection, idle
+    if oldest is None:
+        return False
+    metrics.connections_closed.labels("idle_evicted").inc()
+    THROTTLE.warn("idle_evicted", "closing the connection from %s: idle, to make room for a new one",
+                  _client(oldest))
+    oldest.transport.close()
+    return True
+
+
 def _client(owner: _Transported) -> str:
     return f"{owner.client[0]}:{owner.client[1]}" if owner.client else "a client"
 
@@ -322,16 +368,33 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         self._stall = _StallWatch(self, self.limits.send_timeout, self._stalled)
         self._running: HttpEdge | None = None  # the edge of the request whose app runs now
         self._idle_since: float | None = None  # when the connection's last response was complete, if idle since
+        self._opened = 0.0  # when the connection was made (the idle order of one that never sent a request)
+        self._holding = False  # the pipeline is full: the connection is not read, what was read is held
+        self._held = b""  # bytes read and not yet parsed while holding
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.cap:
-            self._close("over_capacity", f"{len(self.connections) - 1} connections already open")
-            return
+        self._opened = self.loop.time()
+        crowded = len(self.connections) > self.cap
+        if crowded or (len(self.connections) > self.cap // 2 and descriptors_short()):
+            room = evict_idle(self.connections, self)
+            if crowded and not room:
+                self._close("over_capacity", f"{len(self.connections) - 1} connections already open, none idle")
+                return
         self._arm(self.limits.header_timeout, "header_timeout")
+
+    def idle_since(self) -> float | None:
+        """When this connection became idle — its last response complete, or opened with nothing sent since —
+        or None while a request is in progress (`evict_idle` closes the idle ones, longest idle first)."""
+        if self._idle_since is not None:
+            return self._idle_since
+        if self.cycle is None and self._head == 0 and not self._holding:
+            return self._opened
+        return None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._held = b""
         super().connection_lost(exc)
         running, self._running = self._running, None
         if running is not None:
@@ -341,34 +404,78 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
             self.timeout_keep_alive_task = None
 
     def data_received(self, data: bytes) -> None:
-        """uvicorn's, with the head's bytes counted as they arrive and a refused head answered. The header and
-        body deadlines are armed here, once a read leaves a head or a body incomplete (the parser's callbacks
-        say which is due): a request that arrives whole in one read, as nearly all do, needs no timer."""
+        """uvicorn's, with the head's bytes counted as they arrive, a refused head answered and the pipeline
+        bounded. The header and body deadlines are armed here, once a read leaves a head or a body incomplete
+        (the parser's callbacks say which is due): a request that arrives whole in one read, as nearly all do,
+        needs no timer. A read of more than `PIPELINE_SLICE` bytes is parsed a slice at a time (a body, and
+        what follows it in the read, in one piece), so that pipelined requests stop queueing at
+        `PIPELINE_DEPTH`: the rest is held, unparsed, and the connection not read until the queue has drained."""
         if self._refusal is not None:
             return  # lingering after a refusal: what the client still sends is dropped
+        if self._holding:  # uvicorn resumed reading (an app awaited `receive()`): keep it, unparsed
+            self._held += data
+            self.flow.pause_reading()
+            return
+        self._unset_keepalive_if_required()
+        if len(data) <= PIPELINE_SLICE:
+            if self._feed(data) and len(self.pipeline) >= PIPELINE_DEPTH:
+                self._hold(b"")
+            return
+        view = memoryview(data)
+        at = 0
+        while at < len(data):
+            if len(self.pipeline) >= PIPELINE_DEPTH:
+                self._hold(bytes(view[at:]))
+                return
+            # a body, and what follows it in this read, in one piece: a body is never cut in slices
+            size = len(data) - at if self._head is None else PIPELINE_SLICE
+            if not self._feed(view[at:at + size]):
+                return
+            at += size
+
+    def _feed(self, data: bytes | memoryview) -> bool:
+        """Parse `data`; False when the connection is refused or upgraded (nothing more is parsed)."""
         if self._head is not None:
             self._head += len(data)
-        self._unset_keepalive_if_required()
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
             if self._refusal is not None:
-                return self._refuse()
+                self._refuse()
+                return False
             self.logger.warning("Invalid HTTP request received.")
             self.send_400_response("Invalid HTTP request received.")
-            return
+            return False
         except httptools.HttpParserUpgrade:
             if self._should_upgrade():
                 self.handle_websocket_upgrade()
             else:
                 self._unsupported_upgrade_warning()
-            return
+            return False
         if self._head is not None and self._head > self.limits.max_header_bytes:
             self._too_large()  # the head is not complete and already over its bound
             self._refuse()
-            return
+            return False
         if self._due is not None and self._deadline is None and self._refusal is None:
             self._arm(*self._due)  # a head or body still to come after this read: its deadline runs from now
+        return not self.transport.is_closing()
+
+    def _hold(self, rest: bytes) -> None:
+        """The pipeline is full: keep `rest` unparsed and stop reading until it drains (on_response_complete)."""
+        self._holding = True
+        self._held = rest
+        self.flow.pause_reading()
+
+    def _release(self) -> None:
+        """The pipeline has drained: parse what was held, and read again unless it filled the pipeline anew."""
+        if self.transport.is_closing() or not self._holding:
+            return
+        self._holding = False
+        held, self._held = self._held, b""
+        if held:
+            self.data_received(held)
+        if not self._holding:
+            self.flow.resume_reading()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -437,12 +544,17 @@ class EdgeProtocol(_WatchesSends, HttpToolsProtocol):
         self.server_state.total_requests += 1
         if self.transport.is_closing():
             return
-        self.flow.resume_reading()
+        if not self._holding:
+            self.flow.resume_reading()
         if self.pipeline:
             self._idle_since = None
             cycle, app = self.pipeline.pop()
             self._start_asgi_task(cycle, app)
+            if self._holding and len(self.pipeline) <= PIPELINE_DEPTH // 2:
+                self.loop.call_soon(self._release)
             return
+        if self._holding:
+            self.loop.call_soon(self._release)
         self._idle_since = self.loop.time()
         if self.timeout_keep_alive_task is None:
             self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self._idle_check)
@@ -530,6 +642,69 @@ class EdgeWebSocketProtocol(_WatchesSends, WebSocketsSansIOProtocol):
         super().__init__(*args, **kwargs)
         self._stall = _StallWatch(self, self.limits.send_timeout, self._stalled)
         self.edge: Edge | None = None
+        self._pending = 0  # bytes of a message (or frame) still arriving, held in the budget
+        self._last = 0.0  # when the last byte came
+        self._idle: asyncio.TimerHandle | None = None
+
+    def data_received(self, data: bytes) -> None:
+        """uvicorn's, with what is left of a message still arriving held in the budget (bodies.py) and
+        watched for idleness. Nearly every message arrives whole in one read: nothing is left, nothing held."""
+        super().data_received(data)
+        if not self.handshake_complete or self.transport.is_closing():
+            return
+        pending = len(self.conn.reader.buffer)
+        for frame in self.frames:
+            pending += len(frame)
+        if pending == self._pending:
+            if pending:
+                self._last = self.loop.time()
+            return
+        if pending > self._pending and not BUDGET.take(pending - self._pending):
+            self._drop(1013, "bodies_budget", f"over the budget of {BUDGET.limit} bytes of bodies in flight",
+                       APIError(503, "The gateway is receiving too many request bodies at once; retry in a "
+                                "moment.", type="server_error", code="server_busy"))
+            return
+        if pending < self._pending:
+            BUDGET.give(self._pending - pending)
+        self._pending = pending
+        self._last = self.loop.time()
+        if pending and self._idle is None and self.limits.body_idle > 0:
+            self._idle = self.loop.call_later(self.limits.body_idle, self._idle_check)
+
+    def _idle_check(self) -> None:
+        self._idle = None
+        if not self._pending or self.transport.is_closing():
+            return
+        if self.read_paused:  # not read by us: the client is not the one idle
+            self._last = self.loop.time()
+        left = self._last + self.limits.body_idle - self.loop.time()
+        if left > 0:
+            self._idle = self.loop.call_later(left, self._idle_check)
+            return
+        seconds = self.limits.body_idle
+        self._drop(1008, "body_idle", f"nothing of a message came for {seconds:g}s",
+                   APIError(408, f"Nothing of a WebSocket message came for {seconds:g} s; the connection was "
+                            "closed.", code="request_timeout"))
+
+    def _drop(self, code: int, reason: str, detail: str, error: APIError) -> None:
+        """Close the connection with `code`, the running turn ended with `error` (stored), the app told."""
+        _closing(self, reason, detail)
+        self._end_turn(error)
+        if not self.close_sent:
+            self.close_sent = True
+            self.conn.send_close(code, error.message[:120])
+            self.transport.write(b"".join(self.conn.data_to_send()))
+        self.queue.put_nowait({"type": "websocket.disconnect", "code": code})
+        self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._pending:
+            BUDGET.give(self._pending)
+            self._pending = 0
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+        super().connection_lost(exc)
 
     def handle_connect(self, event: Any) -> None:
         super().handle_connect(event)

@@ -121,11 +121,15 @@ def test_slow_and_idle_clients_are_closed(upstream, tmp_path):
 
 
 def test_connections_beyond_the_cap_are_closed_at_once(upstream, tmp_path):
+    """At the cap with every connection busy (a request head in progress), one more is closed at once."""
     gw = GatewayProcess(upstream.base_url, "none", "--max-connections", "5", log_path=tmp_path / "gw.log")
     try:
         gw.wait_ready()
         time.sleep(0.2)  # the readiness probe's connection is gone
         held = [_connect(gw.port) for _ in range(5)]
+        for s in held:
+            s.sendall(b"GET /health HTTP/1.1\r\n")  # busy: a head in progress is not idle
+        time.sleep(0.2)
         extra = _connect(gw.port)
         extra.settimeout(10)
         assert extra.recv(1) == b""  # closed by the server without a byte
@@ -299,6 +303,9 @@ def test_refused_connections_are_logged_once_a_second(upstream, tmp_path):
         gw.wait_ready()
         time.sleep(0.2)
         held = [_connect(gw.port) for _ in range(2)]
+        for s in held:
+            s.sendall(b"GET /health HTTP/1.1\r\n")  # busy: a head in progress is not idle
+        time.sleep(0.2)
         refused = []
         for _ in range(200):
             s = _connect(gw.port)

@@ -55,13 +55,16 @@ def target(request) -> Target:
     return Target(request.getfixturevalue("redis_url"))
 
 
+METRICS_KEY = "metrics-key"  # with API keys set, /metrics answers only this key (scrape.py)
+
+
 @contextlib.contextmanager
 def gateways(upstream, target: Target, **limits) -> Iterator[tuple[str, list[GatewayServer]]]:
     """Two gateways sharing `target` (one Redis or Cluster) and one fresh API key; its Redis keys are
     deleted after."""
     key = f"key-{uuid.uuid4().hex}"
     settings = Settings(upstream_url=upstream.base_url, db="none", api_keys=key, owner_secret=SECRET,
-                        redis_url=target.url, redis_cluster=target.cluster, **limits)
+                        metrics_key=METRICS_KEY, redis_url=target.url, redis_cluster=target.cluster, **limits)
     try:
         with GatewayServer(settings) as a, GatewayServer(settings) as b:
             yield key, [a, b]
@@ -96,7 +99,7 @@ def in_background(call) -> tuple[threading.Thread, list]:
 
 
 def limited(gw: GatewayServer, reason: str) -> float:
-    text = httpx.get(f"{gw.url}/metrics").text
+    text = httpx.get(f"{gw.url}/metrics", headers={"authorization": f"Bearer {METRICS_KEY}"}).text
     line = f'responses_gateway_requests_limited_total{{reason="{reason}"}}'
     return next((float(x.split()[-1]) for x in text.splitlines() if x.startswith(line)), 0.0)
 
@@ -207,7 +210,8 @@ def test_limits_fail_open_when_redis_is_unusable(upstream, redis_down, caplog):
 
 def _limiter_errors(gw: GatewayServer) -> dict[str, float]:
     counts = {"admit": 0.0, "release": 0.0}
-    for line in httpx.get(f"{gw.url}/metrics").text.splitlines():
+    scraped = httpx.get(f"{gw.url}/metrics", headers={"authorization": f"Bearer {METRICS_KEY}"})
+    for line in scraped.text.splitlines():
         if line.startswith("responses_gateway_limiter_errors_total{"):
             op = line.split('op="', 1)[1].split('"', 1)[0]
             counts[op] = float(line.split()[-1])

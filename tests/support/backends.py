@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import resource
 import socket
 import sqlite3
 import subprocess
@@ -212,7 +213,7 @@ class GatewayProcess:
     """`python -m responses_gateway serve ...` as a real child process."""
 
     def __init__(self, upstream_url: str, db: str, *args: str, log_path: Path | None = None,
-                 log_level: str = "warning"):
+                 log_level: str = "warning", nofile: int | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
@@ -221,7 +222,16 @@ class GatewayProcess:
             [sys.executable, "-m", "responses_gateway", "serve", "--upstream", upstream_url,
              "--port", str(self.port), "--db", db, "--log-level", log_level, *args],
             stdout=self.log, stderr=self.log, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=None if nofile is None else lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                               (nofile, nofile)),
         )
+
+    def rss(self) -> int:
+        """The process's resident memory, in bytes (from /proc)."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
 
     def wait_ready(self, timeout: float = 15.0) -> GatewayProcess:
         deadline = time.monotonic() + timeout

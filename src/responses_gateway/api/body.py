@@ -4,8 +4,11 @@ A body still arriving holds no place in flight (api/admission.py admits the requ
 it is held to a pace instead: once its first --body-rate-grace seconds are over it must have averaged
 --min-body-rate bytes a second (Apache's `mod_reqtimeout` MinRate), or it is answered 408
 `request_timeout` and its connection closed, counted in
-`responses_gateway_connections_closed_total{reason="body_rate"}`. `--body-timeout` (edge.py) still bounds
-the whole body, and --max-body-bytes its size (413).
+`responses_gateway_connections_closed_total{reason="body_rate"}`. A body that arrived fast and then stopped
+keeps a good average for a long time, so a body is also cut when nothing of it has come for
+--body-idle-timeout seconds (408, reason `body_idle`). `--body-timeout` (edge.py) still bounds the whole
+body, and --max-body-bytes its size (413). While it arrives a body holds its bytes in the process's budget
+(bodies.py, --max-bodies-bytes): past it, 503 with `Retry-After`.
 
 The pace is checked once a second by one timer for all bodies still arriving (`Readers`), not by a timer
 per request: almost every body arrives with its headers, and each would pay for a timer it never needs.
@@ -23,10 +26,12 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Message, Receive
 
 from .. import metrics
+from ..bodies import BUDGET, BodiesBusy
 from ..door import Door
 from ..errors import APIError
 
 SLOW = "the request body arrived too slowly"  # the cancellation message of a body behind its pace
+IDLE = "nothing of the request body came for too long"  # ... of a body that stopped
 SWEEP_EVERY = 1.0  # seconds between two checks of the bodies still arriving
 
 
@@ -36,26 +41,40 @@ class BodyPace:
 
     rate: float = 500.0  # 0: no minimum
     grace: float = 10.0
+    idle: float = 15.0  # seconds without a byte of the body (0: no limit)
 
 
-class SlowBody(APIError):
-    def __init__(self, pace: BodyPace):
-        super().__init__(408, f"The request body arrived too slowly: after {pace.grace:g}s a body must arrive at "
-                              f"{pace.rate:g} bytes a second or more.", code="request_timeout")
+class CutBody(APIError):
+    """A body cut before its end: 408, and the connection closed (the rest of the body is never read)."""
+
+    def __init__(self, message: str):
+        super().__init__(408, message, code="request_timeout")
 
     def headers(self) -> dict[str, str]:
-        return {"connection": "close"}  # the rest of the body is never read: the connection cannot be reused
+        return {"connection": "close"}
+
+
+class SlowBody(CutBody):
+    def __init__(self, pace: BodyPace):
+        super().__init__(f"The request body arrived too slowly: after {pace.grace:g}s a body must arrive at "
+                         f"{pace.rate:g} bytes a second or more.")
+
+
+class IdleBody(CutBody):
+    def __init__(self, pace: BodyPace):
+        super().__init__(f"Nothing of the request body came for {pace.idle:g}s.")
 
 
 class Reading:
-    """One body still arriving: the task reading it, since when, and how many bytes have come."""
+    """One body still arriving: the task reading it, since when, how many bytes have come, and when the last."""
 
-    __slots__ = ("task", "started", "received")
+    __slots__ = ("task", "started", "received", "last")
 
     def __init__(self, task: asyncio.Task[object], started: float):
         self.task = task
         self.started = started
         self.received = 0
+        self.last = started
 
 
 class Readers:
@@ -69,7 +88,7 @@ class Readers:
 
     def add(self, reading: Reading) -> None:
         self.reading.add(reading)
-        if self.timer is None and self.pace.rate > 0:
+        if self.timer is None and (self.pace.rate > 0 or self.pace.idle > 0):
             self.timer = asyncio.get_running_loop().call_later(SWEEP_EVERY, self.sweep)
 
     def sweep(self) -> None:
@@ -77,9 +96,12 @@ class Readers:
         now = asyncio.get_running_loop().time()
         pace = self.pace
         for reading in list(self.reading):
-            if now > reading.started + pace.grace + reading.received / pace.rate:
+            if pace.rate > 0 and now > reading.started + pace.grace + reading.received / pace.rate:
                 self.reading.discard(reading)
                 reading.task.cancel(SLOW)
+            elif pace.idle > 0 and now > reading.last + pace.idle:
+                self.reading.discard(reading)
+                reading.task.cancel(IDLE)
         if self.reading:
             self.timer = asyncio.get_running_loop().call_later(SWEEP_EVERY, self.sweep)
 
@@ -87,18 +109,27 @@ class Readers:
         """The body, appended chunk by chunk as it arrives (one join of tens of MB at the end would be a
         single step of tens of milliseconds on the event loop). Raises the 413 or 408 to answer, or
         ClientDisconnect."""
-        reading = Reading(current(), asyncio.get_running_loop().time())
+        loop = asyncio.get_running_loop()
+        reading = Reading(current(), loop.time())
         body = bytearray()
-        while True:
-            message = await self.next(receive, reading)
-            if message["type"] == "http.disconnect":
-                raise ClientDisconnect
-            chunk = message.get("body", b"")
-            door.check_size(len(body) + len(chunk))
-            body += chunk
-            reading.received = len(body)
-            if not message.get("more_body", False):
-                return body
+        try:
+            while True:
+                message = await self.next(receive, reading)
+                if message["type"] == "http.disconnect":
+                    raise ClientDisconnect
+                chunk = message.get("body", b"")
+                door.check_size(len(body) + len(chunk))
+                if not message.get("more_body", False):
+                    body += chunk  # whole: the budget is for bodies still arriving, this one is not any more
+                    return body
+                if not BUDGET.take(len(chunk)):
+                    metrics.connections_closed.labels("bodies_budget").inc()
+                    raise BodiesBusy(BUDGET.limit)
+                body += chunk
+                reading.received = len(body)
+                reading.last = loop.time()
+        finally:
+            BUDGET.give(reading.received)
 
     def paced(self, receive: Receive, at_end: Callable[[], Awaitable[None]]) -> Receive:
         """`receive` for an app that reads the body itself (a multipart upload, bounded by its endpoint): held
@@ -114,6 +145,7 @@ class Readers:
                 reading = Reading(current(), asyncio.get_running_loop().time())
             message = await self.next(receive, reading)
             reading.received += len(message.get("body", b""))
+            reading.last = asyncio.get_running_loop().time()
             if message["type"] != "http.request" or not message.get("more_body", False):
                 done = True
                 if message["type"] == "http.request":
@@ -129,11 +161,12 @@ class Readers:
         try:
             return await receive()
         except asyncio.CancelledError as exc:
-            if exc.args != (SLOW,):
+            if exc.args not in ((SLOW,), (IDLE,)):
                 raise
             reading.task.uncancel()
-            metrics.connections_closed.labels("body_rate").inc()
-            raise SlowBody(self.pace) from None
+            idle = exc.args == (IDLE,)
+            metrics.connections_closed.labels("body_idle" if idle else "body_rate").inc()
+            raise (IdleBody if idle else SlowBody)(self.pace) from None
         finally:
             self.reading.discard(reading)
 
