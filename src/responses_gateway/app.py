@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import access, logs, metrics, tracing
+from . import access, logs, metrics, tap, tracing
 from .api import conversations
 from .api.admission import Admission
 from .api.auth import KeyAuth, start_owners
@@ -254,6 +254,12 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
                 stack.push_async_callback(jobs.close)
                 await jobs.open()
                 stack.push_async_callback(jobs.drain, settings.drain_timeout)  # first: running jobs end properly
+            if settings.console and store is not None:  # the web console (console/, docs/console.md)
+                from . import console
+
+                app.state.console = await console.start(settings.console_key or "", store)
+                tap.install(app.state.console.live)
+                stack.callback(tap.install, None)
             app.state.services = Services(settings, live, door, store, jobs, owners, tools=tools,
                                           toolbox=kits.toolbox(tools))
             for line in summary(settings, live, store, len(keys), tools, kits.all_kits()).splitlines():
@@ -288,6 +294,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
                   methods=["DELETE"]),
             # each gateway-run tool's own HTTP API (the Files, Vector Stores and Containers APIs)
             *(route for kit in kits.all_kits() for route in kit.routes),
+            *console_routes(settings),
         ],
         exception_handlers=HANDLERS,
         lifespan=lifespan,
@@ -300,6 +307,15 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
     app.add_middleware(Admission, door=door, pace=BodyPace(settings.min_body_rate, settings.body_rate_grace))
     app.add_middleware(KeyAuth, keys=keys)  # added last, so it runs first: Admission knows the owner
     return app
+
+
+def console_routes(settings: Settings) -> list[Any]:
+    """The web console's pages, with --console only (nothing of it is imported otherwise)."""
+    if not settings.console:
+        return []
+    from . import console
+
+    return console.routes()
 
 
 def app_from_env() -> Starlette:

@@ -323,6 +323,8 @@ def check(settings: Settings) -> Settings:
     if settings.console and len(settings.console_key or "") < MIN_COMPACTION_KEY:
         raise ValueError(f"--console needs its admin key in RG_CONSOLE_KEY (at least {MIN_COMPACTION_KEY} "
                          "characters, e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+    if settings.console and settings.db == "none":
+        raise ValueError("--console shows what the store keeps: it needs a database (not --db none)")
     if settings.console and settings.console_key in [k.strip() for k in (settings.api_keys or "").split(",")]:
         raise ValueError("RG_CONSOLE_KEY must not be one of the API keys: the console has its own key")
     if settings.redis_cluster and not settings.redis_url:

@@ -131,15 +131,16 @@ class BrowseQueries(Queries):
             if isinstance(self.engine, Postgres):  # CONCURRENTLY: not in a transaction, and writes go on
                 async with self.engine.pool.acquire(timeout=self.engine.timeout) as conn:
                     await conn.execute(sql, timeout=INDEX_SECONDS)
-            else:
-                await self.engine.write([(sql, [()])])
+            else:  # DDL is no write's statement (those run with executemany): one statement, auto-committed
+                await self.engine.fetchall(sql, ())
         return time.monotonic() - started
 
     # -- responses ----------------------------------------------------------------------------------------
 
     async def responses(self, filters: Filters, before: Cursor | None = None, limit: int = PAGE) -> Listed:
         d = self.dialect
-        clauses, args = ["deleted = 0", "expires_at > ?"], [int(time.time())]
+        clauses: list[str] = ["deleted = 0", "expires_at > ?"]
+        args: list[Any] = [int(time.time())]
         for column, value in ((d.field("model"), filters.model), ("status", filters.status),
                               ("owner", filters.owner), (d.field("conversation.id"), filters.conversation)):
             if value:
