@@ -326,7 +326,7 @@ def check(settings: Settings) -> Settings:
     if settings.console and settings.db == "none":
         raise ValueError("--console shows what the store keeps: it needs a database (not --db none)")
     if settings.console and settings.console_key in [k.strip() for k in (settings.api_keys or "").split(",")]:
-        raise ValueError("RG_CONSOLE_KEY must not be one of the API keys: the console has its own key")
+        raise ValueError("RG_CONSOLE_KEY must not be one of the API keys: the console has its own key (not one of the API keys)")
     if settings.redis_cluster and not settings.redis_url:
         raise ValueError("--redis-cluster needs a Redis URL (--redis): the address of any node of the cluster")
     if settings.public_url and not settings.public_url.startswith(("http://", "https://")):

@@ -71,7 +71,7 @@ async def login(request: Request) -> Response:
         return login_page(console.keys.csrf(nonce or ""), "Wrong key.", 401)
     response = RedirectResponse(href("responses").replace("&amp;", "&"), status_code=303, headers=HEADERS)
     set_cookie(request, response, SESSION_COOKIE, console.keys.session(), SESSION_SECONDS)
-    response.delete_cookie(LOGIN_COOKIE, path="/console")
+    response.delete_cookie(LOGIN_COOKIE, path="/console", httponly=True, samesite="strict")
     return response
 
 
@@ -82,7 +82,7 @@ async def logout(request: Request) -> Response:
     if not console.keys.valid_session(cookie) or not console.keys.valid_csrf(cookie, fields.get("csrf")):
         return forbidden()
     response = RedirectResponse("/console/login", status_code=303, headers=HEADERS)
-    response.delete_cookie(SESSION_COOKIE, path="/console")
+    response.delete_cookie(SESSION_COOKIE, path="/console", httponly=True, samesite="strict")
     return response
 
 

@@ -224,10 +224,11 @@ async def live(request: Request, csrf: str) -> Response:
     a meta refresh)."""
     watcher = console_of(request).live
     head = ("response", "model", "key owner", "started (UTC)", "status", "events", "background")
-    body = ("<h2>In flight</h2>" + table(head, [live_row(o) for o in list(watcher.running.values())],
-                                         "nothing in flight on this process")
-            + "<h2>Just ended</h2>" + table(head, [live_row(o) for o in reversed(list(watcher.ended.values()))],
-                                            "nothing ended recently"))
+    body = ('<section id="in-flight"><h2>In flight</h2>'
+            + table(head, [live_row(o) for o in list(watcher.running.values())], "nothing in flight on this process")
+            + '</section><section id="just-ended"><h2>Just ended</h2>'
+            + table(head, [live_row(o) for o in reversed(list(watcher.ended.values()))], "nothing ended recently")
+            + "</section>")
     text = page("Live", body, csrf, "live").replace("<head>", '<head><meta http-equiv="refresh" content="5">', 1)
     return html(text)
 
