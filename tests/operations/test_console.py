@@ -176,10 +176,9 @@ def test_the_console_shows_stored_traffic_and_follows_a_live_stream(console_gate
         done: list[dict] = []
 
         def stream_it():
-            with api(console_gateway) as alice:
-                with alice.stream("POST", "/v1/responses", json={"model": "fake-model", "input": "go slowly",
-                                                                 "stream": True}) as r:
-                    done.append({"lines": list(r.iter_lines())})
+            body = {"model": "fake-model", "input": "go slowly", "stream": True}
+            with api(console_gateway) as alice, alice.stream("POST", "/v1/responses", json=body) as r:
+                done.append({"lines": list(r.iter_lines())})
 
         runner = threading.Thread(target=stream_it)
         runner.start()
