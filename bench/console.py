@@ -66,8 +66,8 @@ def rows_of(start: int, n: int, now: int) -> list[tuple[Any, ...]]:
                         "content": [{"type": "output_text", "annotations": [],
                                      "text": "a stored answer of a few dozen words " * 8}]}],
             "usage": {"input_tokens": 100 + i % 50, "output_tokens": 60, "total_tokens": 160 + i % 50}}
-        if rnd.random() < 0.01:
-            body["conversation"] = {"id": f"conv_{rnd.randrange(100):04d}"}
+        if i % 100 == 0:
+            body["conversation"] = {"id": f"conv_{(i // 100) % 100:04d}"}
         out.append((body["id"], OWNERS[i % len(OWNERS)], created, now + 60 * DAY, orjson.dumps(body).decode(),
                     status))
     return out
@@ -163,7 +163,7 @@ def cases(http: httpx.Client, now: int) -> dict[str, str]:
         "model": f"/console/responses?model={MODELS[3]}",
         "status failed": "/console/responses?status=failed",
         "key owner": f"/console/responses?owner={OWNERS[17]}",
-        "conversation": "/console/responses?conversation=conv_0042",
+        "conversation": "/console/responses?conversation=conv_0007",
         "time window (a day, 10 days ago)": f"/console/responses?since={now - 11 * DAY}&until={now - 10 * DAY}",
     }
 
