@@ -257,7 +257,9 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
             if settings.console and store is not None:  # the web console (console/, docs/console.md)
                 from . import console
 
-                app.state.console = await console.start(settings.console_key or "", store)
+                app.state.console = await console.start(settings.console_key or "", store, settings.redis_url,
+                                                        settings.redis_cluster)
+                stack.push_async_callback(app.state.console.close)
                 tap.install(app.state.console.live)
                 stack.callback(tap.install, None)
             app.state.services = Services(settings, live, door, store, jobs, owners, tools=tools,

@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 MAX_EVENTS = 20_000  # per response; beyond, the deltas are no longer kept (the terminal event always is)
 KEEP_ENDED = 50  # recently ended responses kept for followers
@@ -39,24 +39,40 @@ class Running:
         self.changed = asyncio.Event()
 
 
+class Mirror(Protocol):
+    """Where this process's live responses are also published for the other replicas (shared.py)."""
+
+    def opened(self, summary: dict[str, Any]) -> None: ...
+
+    def batch(self, rid: str, events: list[dict[str, Any]]) -> None: ...
+
+    def closed(self, rid: str) -> None: ...
+
+
 class Live:
     """The `tap.Watcher` of the console."""
 
-    def __init__(self) -> None:
+    def __init__(self, mirror: Mirror | None = None) -> None:
         self.running: dict[str, Running] = {}
         self.ended: OrderedDict[str, Running] = OrderedDict()
+        self.mirror = mirror
 
     # -- tap.Watcher -----------------------------------------------------------------------------------
 
     def opened(self, response: dict[str, Any], owner: str) -> None:
         rid = str(response.get("id"))
-        self.running[rid] = Running(rid, owner, str(response.get("model") or ""), time.time(),
-                                    bool(response.get("background")))
+        one = self.running[rid] = Running(rid, owner, str(response.get("model") or ""), time.time(),
+                                          bool(response.get("background")))
+        if self.mirror is not None:
+            self.mirror.opened({"id": rid, "owner": owner, "model": one.model, "started": one.started,
+                                "background": one.background})
 
     def batch(self, response_id: str, events: list[dict[str, Any]]) -> None:
         one = self.running.get(response_id)
         if one is None:
             return
+        if self.mirror is not None:
+            self.mirror.batch(response_id, events)
         for event in events:
             kind = event.get("type")
             if len(one.events) < MAX_EVENTS or kind in TERMINAL:
@@ -72,6 +88,8 @@ class Live:
         one = self.running.pop(response_id, None)
         if one is None:
             return
+        if self.mirror is not None:
+            self.mirror.closed(response_id)
         one.ended = True
         if one.status == "in_progress":
             one.status = "cancelled"  # the client left before any terminal event

@@ -10,6 +10,7 @@ import datetime
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -220,40 +221,64 @@ def live_row(one: Running) -> list[str]:
 
 
 async def live(request: Request, csrf: str) -> Response:
-    """The responses in flight on this process, and those that just ended; the page reloads itself (no script:
-    a meta refresh)."""
-    watcher = console_of(request).live
+    """The responses in flight on this process (and, with --redis, on the other replicas), and those that just
+    ended here; the page reloads itself (no script: a meta refresh)."""
+    console = console_of(request)
+    watcher = console.live
     head = ("response", "model", "key owner", "started (UTC)", "status", "events", "background")
     body = ('<section id="in-flight"><h2>In flight</h2>'
             + table(head, [live_row(o) for o in list(watcher.running.values())], "nothing in flight on this process")
-            + '</section><section id="just-ended"><h2>Just ended</h2>'
-            + table(head, [live_row(o) for o in reversed(list(watcher.ended.values()))], "nothing ended recently")
             + "</section>")
+    if console.shared is not None:
+        others = [[link(s.get("id"), "live", str(s.get("id"))), esc(s.get("model")), esc(s.get("owner")),
+                   when(s.get("started")), esc(s.get("replica"))] for s in await console.shared.others()]
+        body += ('<section id="other-replicas"><h2>In flight on other replicas</h2>'
+                 + table(("response", "model", "key owner", "started (UTC)", "replica"), others,
+                         "nothing in flight on the other replicas") + "</section>")
+    body += ('<section id="just-ended"><h2>Just ended</h2>'
+             + table(head, [live_row(o) for o in reversed(list(watcher.ended.values()))], "nothing ended recently")
+             + "</section>")
     text = page("Live", body, csrf, "live").replace("<head>", '<head><meta http-equiv="refresh" content="5">', 1)
     return html(text)
 
 
 async def follow(request: Request, csrf: str) -> Response:
-    """One response's events as they stream, written into the page as they come, until it ends."""
+    """One response's events as they stream, written into the page as they come, until it ends: from this
+    process, or from another replica's through Redis."""
     console = console_of(request)
     rid = request.path_params["response_id"]
     one = console.live.find(rid)
-    if one is None:
-        stored = await console.browse.response(rid)
-        if stored is not None:
-            return Response(status_code=303, headers={**HEADERS, "location": href("responses", rid).replace(
-                "&amp;", "&")})
-        return not_found(f"No response {rid} in flight on this process.", csrf)
-    shell = page(f"Live {rid}", f'<p>model {esc(one.model)}, key owner {esc(one.owner)}, started '
-                                f'{when(one.started)} UTC</p><ol class="events">@@', csrf, "live")
+    summary: dict[str, Any] | None = None
+    if one is None and console.shared is not None:
+        summary = await console.shared.summary(rid)
+    if one is None and summary is None:
+        if await console.browse.response(rid) is not None:
+            return Response(status_code=303, headers={**HEADERS, "location": f"/console/responses/{quote(rid)}"})
+        return not_found(f"No response {rid} in flight.", csrf)
+    about = summary or {"model": one.model if one else "", "owner": one.owner if one else "",
+                        "started": one.started if one else None}
+    shell = page(f"Live {rid}", f'<p>model {esc(about.get("model"))}, key owner {esc(about.get("owner"))}, started '
+                                f'{when(about.get("started"))} UTC</p><ol class="events">@@', csrf, "live")
     top, _, bottom = shell.partition("@@")
+    if one is not None:
+        events = console.live.follow(one)
+    elif console.shared is not None:
+        events = console.shared.follow(rid)
+    else:
+        return not_found(f"No response {rid} in flight.", csrf)
 
     async def body() -> AsyncIterator[bytes]:
         yield top.encode()
-        async for events in console.live.follow(one):
-            yield ("".join(event_row(e) for e in events) or "\n").encode()
-        dropped = f" ({one.dropped} deltas not kept)" if one.dropped else ""
-        yield (f'</ol><p class="ended" id="ended">ended: {badge(one.status)}{esc(dropped)} — '
+        status = "in_progress"
+        async for batch in events:
+            for event in batch:
+                if isinstance(event.get("response"), dict):
+                    status = str(event["response"].get("status", status))
+            yield ("".join(event_row(e) for e in batch) or "\n").encode()
+        if one is not None:
+            status = one.status
+        dropped = f" ({one.dropped} deltas not kept)" if one is not None and one.dropped else ""
+        yield (f'</ol><p class="ended" id="ended">ended: {badge(status)}{esc(dropped)} — '
                f'{link("the stored response", "responses", rid)}</p>' + bottom).encode()
 
     return StreamingResponse(body(), media_type="text/html; charset=utf-8", headers=HEADERS)
