@@ -8,10 +8,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import struct
 import threading
 import time
-import zlib
 from pathlib import Path
 
 import httpx
@@ -19,6 +17,7 @@ import pytest
 
 from responses_gateway import tap
 from responses_gateway.configure import make
+from tests.operations.test_check_command import png_size_and_colours
 from tests.support import needs
 from tests.support.fake_chat import Sleep, Stream, make_usage, text_stream, tool_calls_stream
 from tests.support.server import GatewayServer
@@ -27,18 +26,6 @@ KEY = "console-admin-key-0123456789"
 HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
 WEATHER = {"type": "function", "name": "get_weather", "description": "The weather of a city.",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
-
-
-def distinct_bytes(png: bytes) -> int:
-    """How many distinct byte values the decoded image data holds: a blank page has a handful (the row filters
-    and one color), a page with text and tables far more."""
-    pos, data = 8, b""
-    while pos < len(png):
-        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
-        if kind == b"IDAT":
-            data += png[pos + 8:pos + 8 + length]
-        pos += 12 + length
-    return len(set(zlib.decompress(data)))
 
 
 class Shots:
@@ -50,7 +37,7 @@ class Shots:
     def take(self, page, name: str) -> None:
         path = self.where / f"{name}.png"
         png = page.screenshot(path=str(path), full_page=False)
-        assert distinct_bytes(png) > 20, f"the {name} screenshot is blank"
+        assert png_size_and_colours(png)[2] > 20, f"the {name} screenshot is blank"
         self.taken.append(name)
         if self.also:
             Path(self.also).mkdir(parents=True, exist_ok=True)

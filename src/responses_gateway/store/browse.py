@@ -152,15 +152,22 @@ class BrowseQueries(Queries):
         if filters.until is not None:
             clauses.append("created_at < ?")
             args.append(filters.until)
+        rows, after = await self._newest_first("id, owner, created_at, status, body FROM responses", clauses, args,
+                                               before, limit)
+        return Listed([self._response_row(row) for row in rows], after)
+
+    async def _newest_first(self, what: str, clauses: list[str], args: list[Any], before: Cursor | None,
+                            limit: int) -> tuple[list[Row], Cursor | None]:
+        """A page of `SELECT what` (its first columns id, owner, created_at) newest first, from `before`; and
+        the cursor of the next page, if there is one."""
         if before is not None:
-            clauses.append("(created_at < ? OR (created_at = ? AND id < ?))")
-            args += [before.created_at, before.created_at, before.id]
+            clauses = [*clauses, "(created_at < ? OR (created_at = ? AND id < ?))"]
+            args = [*args, before.created_at, before.created_at, before.id]
         rows = await self.engine.fetchall(
-            f"SELECT id, owner, created_at, status, body FROM responses WHERE {' AND '.join(clauses)} "
-            "ORDER BY created_at DESC, id DESC LIMIT ?", (*args, limit + 1))
-        listed = [self._response_row(row) for row in rows[:limit]]
+            f"SELECT {what} WHERE {' AND '.join(clauses)} ORDER BY created_at DESC, id DESC LIMIT ?",
+            (*args, limit + 1))
         last = rows[limit - 1] if len(rows) > limit else None
-        return Listed(listed, Cursor(int(last[2]), str(last[0])) if last is not None else None)
+        return rows[:limit], Cursor(int(last[2]), str(last[0])) if last is not None else None
 
     @staticmethod
     def _response_row(row: Row) -> dict[str, Any]:
@@ -215,16 +222,10 @@ class BrowseQueries(Queries):
     # -- conversations ------------------------------------------------------------------------------------
 
     async def conversations(self, before: Cursor | None = None, limit: int = PAGE) -> Listed:
-        clauses, args = ["1 = 1"], []
-        if before is not None:
-            clauses.append("(created_at < ? OR (created_at = ? AND id < ?))")
-            args += [before.created_at, before.created_at, before.id]
-        rows = await self.engine.fetchall(
-            f"SELECT id, owner, created_at, metadata FROM conversations WHERE {' AND '.join(clauses)} "
-            "ORDER BY created_at DESC, id DESC LIMIT ?", (*args, limit + 1))
-        listed = [{"id": r[0], "owner": r[1], "created_at": int(r[2]), "metadata": loads(r[3])} for r in rows[:limit]]
-        last = rows[limit - 1] if len(rows) > limit else None
-        return Listed(listed, Cursor(int(last[2]), str(last[0])) if last is not None else None)
+        rows, after = await self._newest_first("id, owner, created_at, metadata FROM conversations", ["1 = 1"], [],
+                                               before, limit)
+        return Listed([{"id": r[0], "owner": r[1], "created_at": int(r[2]), "metadata": loads(r[3])} for r in rows],
+                      after)
 
     async def conversation(self, conversation_id: str, limit: int = 1000) -> tuple[dict[str, Any], list[Any]] | None:
         """A conversation's row and its items, in append order (at most `limit`)."""
