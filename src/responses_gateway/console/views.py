@@ -51,6 +51,17 @@ def tokens(body: dict[str, Any]) -> str:
     return esc(usage.get("total_tokens")) if isinstance(usage, dict) else ""
 
 
+def usage_line(used: Any) -> str:
+    """A response's usage in one line: input (cached), output (reasoning), total."""
+    if not isinstance(used, dict):
+        return '<p class="empty">none</p>'
+    cached = (used.get("input_tokens_details") or {}).get("cached_tokens")
+    reasoning = (used.get("output_tokens_details") or {}).get("reasoning_tokens")
+    return (f'<p class="usage">input {esc(used.get("input_tokens"))} (cached {esc(cached)}) · output '
+            f'{esc(used.get("output_tokens"))} (reasoning {esc(reasoning)}) · total {esc(used.get("total_tokens"))}'
+            "</p>")
+
+
 def conversation_of(body: dict[str, Any]) -> str:
     conv = body.get("conversation")
     return str(conv.get("id") or "") if isinstance(conv, dict) else str(conv or "")
@@ -121,7 +132,7 @@ async def response(request: Request, csrf: str) -> Response:
     after = ", ".join(link(one, "responses", one) for one in followers) or "none"
     parts = [dl, f'<p class="chain">previous responses (nearest first): {previous}</p>',
              f'<p class="chain">continued by: {after}</p>',
-             "<h2>Usage</h2>" + (pretty(body.get("usage")) if body.get("usage") else '<p class="empty">none</p>'),
+             "<h2>Usage</h2>" + usage_line(body.get("usage")),
              "<h2>Input</h2>" + thread(inputs), "<h2>Output</h2>" + thread(outputs)]
     if body.get("background"):
         events = [e for _, text in await console.browse.events(rid) for e in frames(text)]
