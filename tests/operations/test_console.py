@@ -106,6 +106,21 @@ def test_the_console_shows_stored_traffic_and_follows_a_live_stream(console_gate
             time.sleep(0.05)
         conversation = alice.post("/v1/conversations", json={"items": [
             {"type": "message", "role": "user", "content": HOSTILE}]}).json()
+        # files, a vector store with a file that fails to ingest, a container with a file
+        notes = alice.post("/v1/files", files={"file": ("notes.txt", b"hello", "text/plain")},
+                           data={"purpose": "assistants"}).json()
+        broken = alice.post("/v1/files", files={"file": ("broken.pdf", b"%PDF-1.4 not really", "application/pdf")},
+                            data={"purpose": "assistants"}).json()
+        store = alice.post("/v1/vector_stores", json={"name": "<i>docs</i>", "file_ids": [notes["id"], broken["id"]]}
+                           ).json()
+        for _ in range(200):
+            listed = alice.get(f"/v1/vector_stores/{store['id']}/files").json()["data"]
+            if all(f["status"] != "in_progress" for f in listed):
+                break
+            time.sleep(0.05)
+        box = alice.post("/v1/containers", json={"name": "box"}).json()
+        assert alice.post(f"/v1/containers/{box['id']}/files",
+                          files={"file": ("data.csv", b"a,b\n1,2\n", "text/csv")}).status_code == 200
 
     context, page = logged_in(browser, console_gateway)
     dialogs: list[str] = []
@@ -152,9 +167,19 @@ def test_the_console_shows_stored_traffic_and_follows_a_live_stream(console_gate
         page.goto(f"{console_gateway.url}/console/conversations/{conversation['id']}")
         assert HOSTILE in page.inner_text("main") and page.title() != "pwned"
         shots.take(page, "conversation")
-        for view in ("files", "containers", "usage"):
-            page.goto(f"{console_gateway.url}/console/{view}")
-            shots.take(page, view)
+        page.goto(f"{console_gateway.url}/console/files")
+        main = page.inner_text("main")
+        assert notes["id"] in main and "broken.pdf" in main and "<i>docs</i>" in main and "failed: 1" in main
+        shots.take(page, "files")
+        page.click(f"a:has-text('{store['id']}')")
+        page.wait_for_url(f"**/console/vector_stores/{store['id']}")
+        assert "The PDF could not be read" in page.inner_text("main")
+        shots.take(page, "vector-store")
+        page.goto(f"{console_gateway.url}/console/containers")
+        assert box["id"] in page.inner_text("main") and "data.csv" in page.inner_text("main")
+        shots.take(page, "containers")
+        page.goto(f"{console_gateway.url}/console/usage")
+        shots.take(page, "usage")
         assert page.locator("svg.plot").count() >= 3 and "fake-model" in page.inner_text("main")
 
         # live: a slow stream is listed while in flight, opened, and followed to its end
@@ -190,7 +215,7 @@ def test_the_console_shows_stored_traffic_and_follows_a_live_stream(console_gate
         assert not dialogs
     finally:
         context.close()
-    assert len(shots.taken) == 10
+    assert len(shots.taken) == 11
 
 
 def test_a_forged_form_and_a_wrong_key_are_refused(console_gateway, browser, tmp_path):
