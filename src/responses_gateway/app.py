@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import access, logs, metrics, scrape, tracing
+from . import access, logs, metrics, scrape, tap, tracing
 from .api import conversations
 from .api.admission import Admission
 from .api.auth import KeyAuth, start_owners
@@ -263,6 +263,14 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
                 stack.push_async_callback(jobs.close)
                 await jobs.open()
                 stack.push_async_callback(jobs.drain, settings.drain_timeout)  # first: running jobs end properly
+            if settings.console and store is not None:  # the web console (console/, docs/console.md)
+                from . import console
+
+                app.state.console = await console.start(settings.console_key or "", store, settings.redis_url,
+                                                        settings.redis_cluster)
+                stack.push_async_callback(app.state.console.close)
+                tap.install(app.state.console.live)
+                stack.callback(tap.install, None)
             app.state.services = Services(settings, live, door, store, jobs, owners, tools=tools,
                                           toolbox=kits.toolbox(tools))
             for line in summary(settings, live, store, len(keys), tools, kits.all_kits()).splitlines():
@@ -297,6 +305,7 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
                   methods=["DELETE"]),
             # each gateway-run tool's own HTTP API (the Files, Vector Stores and Containers APIs)
             *(route for kit in kits.all_kits() for route in kit.routes),
+            *console_routes(settings),
         ],
         exception_handlers=HANDLERS,
         lifespan=lifespan,
@@ -311,6 +320,15 @@ def create_app(settings: Settings, upstream: Upstream | None = None, router: Rou
                                                               settings.body_idle_timeout))
     app.add_middleware(KeyAuth, keys=keys)  # added last, so it runs first: Admission knows the owner
     return app
+
+
+def console_routes(settings: Settings) -> list[Any]:
+    """The web console's pages, with --console only (nothing of it is imported otherwise)."""
+    if not settings.console:
+        return []
+    from . import console
+
+    return console.routes()
 
 
 def app_from_env() -> Starlette:

@@ -30,6 +30,7 @@ KEYS = "Keys"
 BACKGROUND = "Background responses and Redis"
 LOGS = "Logs and traces"
 TOOLS = "Tools"
+CONSOLE = "Console"
 DB = ("serve", "db")  # settings `responses-gateway db` takes too
 
 
@@ -276,6 +277,18 @@ class Settings:
     redis_event_ttl: float = setting(3600.0, check="positive", group=BACKGROUND,
                                      help="seconds a Redis event stream lives after its last event")
 
+    # -- the web console (console/, docs/console.md) -----------------------------------------------------
+    console: bool = setting(
+        False, group=CONSOLE, help="serve the web console at /console (needs RG_CONSOLE_KEY and a store)",
+        doc="serve the web console at `/console`: stored responses, conversations, files, vector stores, "
+            "containers, usage, and the responses in flight ([docs/console.md](docs/console.md)); needs "
+            "`RG_CONSOLE_KEY` and a store")
+    console_key: str | None = setting(
+        None, metavar="KEY", secret=True, commands=(), group=CONSOLE,
+        help="the console's own admin key (environment only: RG_CONSOLE_KEY), never an API key",
+        doc="the console's own admin key, at least 16 characters; **environment only** (`RG_CONSOLE_KEY`, no "
+            "flag, so it never shows in `ps`); never one of the API keys")
+
     # -- the gateway-run tools' own settings, one object per tool (tools/<tool>/settings.py) -------------
     groups: tuple[Any, ...] = field(default=(), compare=False)
 
@@ -330,6 +343,13 @@ def check(settings: Settings) -> Settings:
     if any(len(key) < MIN_COMPACTION_KEY for key in settings.compaction_keys()):
         raise ValueError(f"a compaction key must be at least {MIN_COMPACTION_KEY} characters, e.g. "
                          "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    if settings.console and len(settings.console_key or "") < MIN_COMPACTION_KEY:
+        raise ValueError(f"--console needs its admin key in RG_CONSOLE_KEY (at least {MIN_COMPACTION_KEY} "
+                         "characters, e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+    if settings.console and settings.db == "none":
+        raise ValueError("--console shows what the store keeps: it needs a database (not --db none)")
+    if settings.console and settings.console_key in [k.strip() for k in (settings.api_keys or "").split(",")]:
+        raise ValueError("RG_CONSOLE_KEY must not be one of the API keys: the console has its own key (not one of the API keys)")
     if settings.redis_cluster and not settings.redis_url:
         raise ValueError("--redis-cluster needs a Redis URL (--redis): the address of any node of the cluster")
     if settings.public_url and not settings.public_url.startswith(("http://", "https://")):

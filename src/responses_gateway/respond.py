@@ -27,6 +27,7 @@ from .protocol.tools import Declared, Tool, ToolSet, found_tools, normalize_tool
 from .route import Route
 from .services import Services
 from .state import conversation_history, resolve
+from .tap import watched
 from .tools.frame import Context, Kit, Lowering, Runner, ToolServices
 from .tools.history import keeps_apart, lower_tools, shown_item, stored_item
 from .tools.kits import order_of
@@ -166,8 +167,8 @@ async def start(services: Services, req: CreateResponse, owner: str, *, resolver
             await then(final)
 
     hook = on_final if save or conversation is not None or then is not None else None
-    return Started(req, composer, history, items, owner, run(composer, stream, hook, loop, seen, upstream), hook,
-                   seen)
+    batches = watched(composer.response, owner, run(composer, stream, hook, loop, seen, upstream))  # (tap.py)
+    return Started(req, composer, history, items, owner, batches, hook, seen)
 
 
 async def preflight(declared: list[Declared], tools: ToolServices, owner: str,

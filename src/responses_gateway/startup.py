@@ -127,6 +127,8 @@ def summary(settings: Settings, router: Router, store: Store | None, keys: int, 
         part("redis", f"Redis{cluster} {settings.redis_url.split('@')[-1]}: background responses{shared}")
     else:
         part("redis", "off: background responses and per-key limits live in this process (--redis)")
+    part("console", "on: /console (its own key, RG_CONSOLE_KEY)" if settings.console
+         else "off: no web console (--console)")
     per_key = (f"{settings.key_max_in_flight or 'any'} in flight and {settings.key_requests_per_minute or 'any'}"
                " a minute per key") if settings.key_max_in_flight or settings.key_requests_per_minute \
         else "no per-key limits"
