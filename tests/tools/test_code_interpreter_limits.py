@@ -144,7 +144,7 @@ for _ in range({processes}):
         os._exit(0)
 time.sleep(8)
 """
-        peak = _peak_while(lambda: run_code(client, upstream, code))
+        peak = _peak_while(lambda code=code: run_code(client, upstream, code))
         assert peak <= 1.1 * (1 << 30), f"{processes} processes reached {peak >> 20} MiB in a 1 GiB container"
 
 
