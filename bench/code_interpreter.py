@@ -51,14 +51,27 @@ def row(name: str, values: list[float]) -> str:
     return (f"| {name} | {len(ms)} | {statistics.median(ms):.1f} | {pct(ms, 0.9):.1f} | {max(ms):.1f} |")
 
 
+def hard_limits() -> dict:
+    """The hard limits of issue 34 where this tree has them (a memory cgroup, /mnt/data a filesystem of its
+    own), as `serve` finds them; nothing on a tree from before them (a before/after pair with --src)."""
+    try:
+        from responses_gateway.tools.code_interpreter import cgroups, disk
+    except ImportError:
+        return {}
+    found = cgroups.Cgroups.find()
+    return {"cgroups": found if found.parent is not None else None, "disk": disk.mode()}
+
+
 async def sandbox_level(base: Path, cold_n: int, warm_n: int) -> tuple[list[float], list[float], int, int]:
     sandbox = Bubblewrap(base)
+    held = hard_limits()
+    extra = (held["cgroups"],) if held else ()
     cold: list[float] = []
     for n in range(cold_n):
         data = base / f"cold{n}" / "data"
         sandbox.prepare(data)
         started = time.perf_counter()
-        interpreter = Interpreter(sandbox, Spec(data, Limits(), os.urandom(8).hex()))
+        interpreter = Interpreter(sandbox, Spec(data, Limits(), os.urandom(8).hex()), *extra)
         await interpreter.start()
         result = await interpreter.run("print(1)")
         cold.append(time.perf_counter() - started)
@@ -66,7 +79,7 @@ async def sandbox_level(base: Path, cold_n: int, warm_n: int) -> tuple[list[floa
         await interpreter.stop()
     data = base / "warm" / "data"
     sandbox.prepare(data)
-    interpreter = Interpreter(sandbox, Spec(data, Limits(), os.urandom(8).hex()))
+    interpreter = Interpreter(sandbox, Spec(data, Limits(), os.urandom(8).hex()), *extra)
     await interpreter.start()
     await asyncio.sleep(0.5)
     idle = await asyncio.to_thread(interpreter.rss)
@@ -87,7 +100,7 @@ async def container_level(base: Path, cold_n: int, warm_n: int) -> tuple[list[fl
     await store.open()
     await store.upgrade()
     registry = Registry(Bubblewrap(base / "sandbox"), store.role(ContainerQueries),
-                        Options(base=base / "containers", max_live=4))
+                        Options(base=base / "containers", max_live=4, **hard_limits()))
     await registry.open()
     cold: list[float] = []
     try:

@@ -128,6 +128,7 @@ def test_code_cannot_see_or_signal_host_processes(client, upstream, secured):
 import os, signal
 pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())
 print('pids', pids)
+print('self', os.getpid())
 for target in ({os.getpid()}, 1):
     try:
         os.kill(target, signal.SIGTERM)
@@ -140,11 +141,14 @@ try:
 except OSError as exc:
     print('kill -1', type(exc).__name__)
 """
-    out = logs(call_of(run_code(client, upstream, code)))
+    call = call_of(run_code(client, upstream, code))
+    out = logs(call)
     pids = eval(out.split("pids ", 1)[1].split("\n", 1)[0])
-    assert len(pids) <= 3 and max(pids) < 100  # its init, the worker and its own children only
+    assert pids == [1] and "self 1" in out  # the worker is its PID namespace's init: nothing else runs
     assert f"{os.getpid()} ProcessLookupError" in out
-    assert "1 SIGNALLED" not in out
+    # signalling pid 1 is signalling itself, an init without a SIGTERM handler (the kernel drops it): the call
+    # completed, and kill(-1) reached nothing outside the sandbox
+    assert call.status == "completed"
     # the gateway (and the rest of the machine) is untouched
     upstream.enqueue(answer("alive"))
     assert client.responses.create(model="m", input="x").output_text == "alive"
@@ -212,10 +216,16 @@ time.sleep(30)
     response, latencies = _serves_meanwhile(secured, upstream,
                                             lambda: run_code(client, upstream, code, tools=tools))
     call = call_of(response)
-    assert call.status == "failed" and "Memory limit exceeded" in logs(call) and "restarted" in logs(call)
+    assert "Memory limit exceeded" in logs(call)
     assert max(latencies) < 3
     after = run_code(client, upstream, "'keep' in globals()", tools=tools)
-    assert logs(call_of(after)) == "False"  # a new interpreter, in the same container
+    # held by a memory cgroup (cgroups.py), the kernel ends the children over the limit and the cell is stopped
+    # (incomplete, the interpreter's state kept); held by the watcher, the whole tree is killed (failed, a new
+    # interpreter in the same container)
+    if call.status == "incomplete":
+        assert logs(call_of(after)) == "True"
+    else:
+        assert call.status == "failed" and "restarted" in logs(call) and logs(call_of(after)) == "False"
 
 
 def test_an_infinite_loop_is_stopped_at_the_time_limit_and_the_gateway_keeps_serving(client, upstream, secured):
@@ -260,7 +270,8 @@ def test_a_1gb_print_is_cut_and_reported(client, upstream):
 def test_a_10gb_file_write_is_stopped_at_the_disk_limit(client, upstream):
     one_file = "with open('/mnt/data/big.bin', 'wb') as fh:\n    for _ in range(10240):\n        fh.write(bytes(1 << 20))"
     call = call_of(run_code(client, upstream, one_file))
-    assert "File too large" in logs(call)
+    # a filesystem of the disk limit's size (disk.py): it is full before the file size limit is reached
+    assert "No space left on device" in logs(call) or "File too large" in logs(call)
     many = "for i in range(10240):\n    open(f'/mnt/data/part{i}.bin', 'wb').write(bytes(1 << 20))"
     call = call_of(run_code(client, upstream, many, tools=[{"type": "code_interpreter",
                                                             "container": call.container_id}]))

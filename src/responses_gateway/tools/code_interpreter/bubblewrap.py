@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from .sandbox import WORKER, Limits, Python, SandboxError, Spawned, Spec, worker
 
 SANDBOX_UID = 1000  # the code's uid inside its namespace
 WORKER_PATH = "/opt/responses-gateway/worker.py"
+SITE_PATH = "/opt/responses-gateway/site-{}"  # the interpreter's site directories, wherever the host has them
 TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 HELPER_TIMEOUT = 10.0
 # bubblewrap's own environment: its init stays in the sandbox (PID 1), and a process's environment can be
@@ -118,6 +120,7 @@ class Bubblewrap:
                 userns = await self._user_namespace()
                 child_fds.append(userns)
             args = self.arguments(spec, requests_r, replies_w, info_w, filter_r, userns)
+            os.write(requests_w, frame(self.config(spec, requests_r, replies_w)))  # the worker's first read
             process = await asyncio.create_subprocess_exec(
                 self.bwrap, *args, stdin=subprocess.DEVNULL, stdout=output_w, stderr=output_w,
                 pass_fds=child_fds, start_new_session=True, env=BARE)
@@ -147,8 +150,11 @@ class Bubblewrap:
     # -- the command line ---------------------------------------------------------------------------------
 
     def arguments(self, spec: Spec, requests: int, replies: int, info: int, filter_fd: int, userns: int) -> list[str]:
+        # --as-pid-1: the worker is the PID namespace's init, so it can end every other process of the
+        # container after each cell (worker.end_strays), and /proc/1/cmdline is its short command line rather
+        # than bubblewrap's, which names the host's paths
         args = ["--die-with-parent", "--new-session", "--clearenv", "--info-fd", str(info), "--seccomp",
-                str(filter_fd), "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                str(filter_fd), "--unshare-pid", "--as-pid-1", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--hostname", "sandbox"]
         if userns >= 0:
             args += ["--userns", str(userns), "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
@@ -185,15 +191,23 @@ class Bubblewrap:
         for path in self.python.mounts():
             if not any(path == m or path.startswith(m.rstrip("/") + "/") for m in ("/usr",)):
                 mount("--ro-bind", path, path)
+        for number, path in enumerate(self.python.paths()):
+            mount("--ro-bind", path, SITE_PATH.format(number))
         mount("--ro-bind", str(WORKER), WORKER_PATH)
         mount("--bind", str(spec.data), "/mnt/data")
         args += ["--chdir", "/mnt/data"]
         for name, value in worker_environment().items():
             args += ["--setenv", name, value]
-        config = {"uid": SANDBOX_UID, "gid": SANDBOX_UID, "rfd": requests, "wfd": replies,
-                  "limits": spec.limits.worker(), "path": self.python.paths(), "marker": spec.marker}
-        args += ["--", self.python.executable, "-I", "-S", WORKER_PATH, json.dumps(config)]
+        # the worker's settings come on its request pipe (`config`), not here: a command line is anyone's
+        # to read in /proc
+        args += ["--", self.python.executable, "-I", "-S", WORKER_PATH, str(requests), str(replies)]
         return args
+
+    def config(self, spec: Spec, requests: int, replies: int) -> dict[str, object]:
+        """The worker's settings, its first message: its uid, pipes, limits, sys.path and output marker."""
+        return {"uid": SANDBOX_UID, "gid": SANDBOX_UID, "rfd": requests, "wfd": replies,
+                "limits": spec.limits.worker(), "marker": spec.marker,
+                "path": [SITE_PATH.format(number) for number in range(len(self.python.paths()))]}
 
     def _etc(self) -> None:
         """The sandbox's /etc files (written once): the code's user, and localhost — nothing of the host's."""
@@ -241,6 +255,12 @@ class Bubblewrap:
                 with contextlib.suppress(ProcessLookupError):
                     helper.kill()
                 await helper.wait()
+
+
+def frame(message: dict[str, object]) -> bytes:
+    """One message of the worker's protocol: a 4-byte big-endian length and the JSON object."""
+    data = json.dumps(message).encode()
+    return struct.pack(">I", len(data)) + data
 
 
 async def _said(process: asyncio.subprocess.Process, what: str) -> str:

@@ -7,12 +7,17 @@ Every wait has a deadline and every resource a limit, enforced here whatever the
   killed (its variables are lost, its files are not);
 - output: the first `output_bytes` are kept and a visible marker says how much was left out; past
   `stop_output_bytes` the cell is interrupted (a 1 GB print costs the gateway a bounded read, no memory);
-- memory: each process's address space is capped by the worker's rlimit, and the resident memory of the
-  whole process tree is read from /proc four times a second while a cell runs (every two seconds between
-  cells): over the container's limit, it is killed;
-- disk: a file larger than `file_bytes` cannot be written (EFBIG); all of /mnt/data over `disk_bytes`
-  (measured four times a second while a cell runs) stops the cell;
-- processes: the worker's RLIMIT_NPROC (counted in the sandbox's own user namespace).
+- memory: each process's address space is capped by the worker's rlimit, and the container's processes
+  together by its memory cgroup where the gateway may make one (cgroups.py: the kernel holds the total);
+  elsewhere their resident memory is read from /proc twenty times a second while a cell runs (every two
+  seconds between cells), and over the container's limit it is killed;
+- disk: a file larger than `file_bytes` cannot be written (EFBIG); /mnt/data is a filesystem of `disk_bytes`
+  where the gateway may mount one (disk.py: a write past it fails with ENOSPC, and the call says the disk is
+  full); elsewhere all of /mnt/data over `disk_bytes` (measured four times a second) stops the cell;
+- processes: the worker's RLIMIT_NPROC (counted in the sandbox's own user namespace); at the end of every
+  cell every other process of the container is ended (the worker is its PID namespace's init,
+  `worker.end_strays`), and the cell's CPU seconds are those of all its processes together (read from /proc
+  with the memory), so a process the cell left behind cannot run on, nor escape the per-cell CPU limit.
 
 Reads of the pipes happen on the event loop (they are non-blocking), the /proc and directory walks in a
 thread, so a container that misbehaves slows nobody else's request.
@@ -31,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .cgroups import Cgroup, Cgroups
 from .sandbox import Limits, Sandbox, SandboxError, Spawned, Spec
 
 log = logging.getLogger("responses_gateway.code_interpreter")
@@ -38,6 +44,7 @@ log = logging.getLogger("responses_gateway.code_interpreter")
 GRACE = 3.0  # seconds an interrupted cell gets to stop before its worker is killed
 MAX_REPLY = 64 << 20  # bytes of one reply frame (a value's repr is capped by the worker)
 PAGE = os.sysconf("SC_PAGE_SIZE")
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -51,6 +58,7 @@ class Result:
     figures: list[str] = field(default_factory=list)  # PNG files the cell's figures were saved to
     seconds: float = 0.0
     restarted: bool = False  # the worker was killed: its state is lost
+    strays: int = 0  # processes the cell left running, ended at its end
 
     @property
     def ok(self) -> bool:
@@ -128,10 +136,14 @@ class Output(asyncio.Protocol):
 class Interpreter:
     """One container's worker."""
 
-    def __init__(self, sandbox: Sandbox, spec: Spec):
+    def __init__(self, sandbox: Sandbox, spec: Spec, cgroups: Cgroups | None = None):
         self.sandbox = sandbox
         self.spec = spec
         self.limits = spec.limits
+        self.cgroups = cgroups
+        self.cgroup: Cgroup | None = None  # the container's memory cgroup, where there is one
+        self.cpu_start = 0.0  # the container's CPU seconds when the running cell began
+        self.ooms = 0  # OOM kills in its cgroup before the running cell
         self.spawned: Spawned | None = None
         self.output: Output | None = None
         self.replies: asyncio.StreamReader | None = None
@@ -156,6 +168,15 @@ class Interpreter:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         spawned = self.spawned = await self.sandbox.spawn(self.spec)
+        if self.cgroups is not None:
+            self.cgroup = await asyncio.to_thread(self.cgroups.make, self.limits.memory)
+            if self.cgroup is not None:
+                try:
+                    await asyncio.to_thread(self.cgroup.add, spawned.pid)  # before any cell: its children follow
+                except OSError as exc:
+                    log.warning("could not put a container in its memory cgroup (%s): the watcher holds it", exc)
+                    await asyncio.to_thread(self.cgroup.remove)
+                    self.cgroup = None
         marker = self.spec.marker.encode()
         output = self.output = Output(marker, self.limits, self._flooded)
         transport, _ = await loop.connect_read_pipe(lambda: output, os.fdopen(spawned.output, "rb", 0))
@@ -207,6 +228,9 @@ class Interpreter:
         for transport in self.transports:
             transport.close()
         self.transports = []
+        if self.cgroup is not None:
+            cgroup, self.cgroup = self.cgroup, None
+            await asyncio.to_thread(cgroup.remove)
 
     def kill(self, why: str) -> None:
         """Kill the whole sandbox now (the running cell ends as `why`)."""
@@ -239,6 +263,8 @@ class Interpreter:
         cell = self.cells
         started = time.monotonic()
         self.interrupted = None
+        self.cpu_start = await asyncio.to_thread(self.cpu)
+        self.ooms = self.cgroup.oom_kills() if self.cgroup is not None else 0
         self.running = True
         self.output.take()  # output between cells (background processes) is not this cell's
         self._send({"cell": cell, "code": code, "cpu": self.limits.cpu})
@@ -294,6 +320,14 @@ class Interpreter:
     def _result(self, reply: dict[str, Any] | None, logs: str, dropped: int, seconds: float) -> Result:
         if dropped:
             logs += f"\n[... output truncated: {dropped:,} more bytes were not kept ...]\n"
+        if self.cgroup is not None and self.cgroup.oom_kills() > self.ooms:
+            # the kernel ended a process of the container at its memory limit: the cell ran out of memory
+            if reply is None:
+                self.killed = "memory"
+            elif reply.get("kind") in ("ok", "error"):
+                reply = {**reply, "kind": "memory"}
+        if reply is not None and reply.get("kind") == "error" and _out_of_space(reply):
+            reply = {**reply, "kind": "disk"}  # the cell failed on a full /mnt/data (or /tmp): say so
         if reply is None:
             why = self.killed or "crashed"
             self.killed = self.killed or why
@@ -307,9 +341,14 @@ class Interpreter:
             logs += ("" if not logs or logs.endswith("\n") else "\n") + str(error)
         if kind in ("timeout", "output", "disk", "cpu", "memory"):
             logs += ("" if not logs or logs.endswith("\n") else "\n") + _explain(kind, self.limits)
+        strays = int(reply.get("strays") or 0)
+        if strays:
+            logs += ("" if not logs or logs.endswith("\n") else "\n") + (
+                f"[{strays} process{'es' if strays > 1 else ''} the code left running "
+                f"{'were' if strays > 1 else 'was'} stopped at the end of the call: nothing runs between calls.]")
         value = reply.get("value")
         return Result(kind, logs, value if isinstance(value, str) else None,
-                      [str(p) for p in reply.get("figures") or ()], seconds)
+                      [str(p) for p in reply.get("figures") or ()], seconds, strays=strays)
 
     def interrupt(self) -> None:
         """Ctrl-C: SIGINT to the worker's process group (the cell raises KeyboardInterrupt)."""
@@ -359,21 +398,36 @@ class Interpreter:
         spawned = self.spawned
         return 0 if spawned is None else tree_rss(spawned.pid)
 
+    def cpu(self) -> float:
+        """CPU seconds of every process in the container, the ended ones its init reaped included."""
+        spawned = self.spawned
+        return 0.0 if spawned is None else tree_cpu(spawned.pid)
+
     async def _watch(self) -> None:
         limits = self.limits
         data = self.spec.data
+        polled_disk = not os.path.ismount(data)
         while self.alive:
-            await asyncio.sleep(0.25 if self.running else 2.0)
-            rss = await asyncio.to_thread(self.rss)
-            if rss > limits.memory:
-                log.warning("container using %d MiB of memory (limit %d MiB): killed", rss >> 20, limits.memory >> 20)
-                self.kill("memory")
-                return
-            if self.running:
-                used = await asyncio.to_thread(disk_usage, data, limits.disk_bytes)
-                if used > limits.disk_bytes and self.interrupted is None:
-                    self.interrupted = "disk"
-                    self.interrupt()
+            held = self.cgroup is not None  # the kernel holds the memory: only CPU (and disk) to watch
+            await asyncio.sleep((0.25 if held else 0.05) if self.running else 2.0)
+            if not held:
+                rss = await asyncio.to_thread(self.rss)
+                if rss > limits.memory:
+                    log.warning("container using %d MiB of memory (limit %d MiB): killed", rss >> 20,
+                                limits.memory >> 20)
+                    self.kill("memory")
+                    return
+            if not self.running or self.interrupted is not None:
+                continue
+            if held and self.cgroup is not None and self.cgroup.oom_kills() > self.ooms:
+                self.interrupted = "memory"  # the kernel ended one of its processes at the container's limit
+                self.interrupt()
+            elif await asyncio.to_thread(self.cpu) - self.cpu_start > limits.cpu:
+                self.interrupted = "cpu"  # all the cell's processes together (each alone has its rlimit)
+                self.interrupt()
+            elif polled_disk and await asyncio.to_thread(disk_usage, data, limits.disk_bytes) > limits.disk_bytes:
+                self.interrupted = "disk"
+                self.interrupt()
 
 
 def process_tree(root: int) -> list[int]:
@@ -407,6 +461,24 @@ def tree_rss(root: int) -> int:
     return total
 
 
+def tree_cpu(root: int) -> float:
+    """CPU seconds (user and system) of `root` and its descendants, and of the children `root` has reaped."""
+    ticks = 0
+    for pid in process_tree(root):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        try:
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+            if pid == root:
+                ticks += int(fields[13]) + int(fields[14])  # cutime, cstime: its reaped children's
+        except (ValueError, IndexError):
+            continue
+    return ticks / TICK
+
+
 def disk_usage(path: os.PathLike[str] | str, stop: int) -> int:
     """Bytes used under `path` (allocated blocks, so sparse files count what they hold), stopping once past
     `stop` or 100,000 entries (then it reports `stop + 1`: too much either way)."""
@@ -430,12 +502,21 @@ def disk_usage(path: os.PathLike[str] | str, stop: int) -> int:
     return total
 
 
+def _out_of_space(reply: dict[str, Any]) -> bool:
+    """The cell ended on ENOSPC (its traceback's last line): a disk full, not the code's own mistake."""
+    error = str(reply.get("error") or "")
+    last = error.rstrip().rsplit("\n", 1)[-1]
+    return "[Errno 28]" in last or "No space left on device" in last
+
+
 def _explain(kind: str, limits: Limits, restarted: bool = False) -> str:
     said = {
         "timeout": f"Execution timed out after {limits.timeout:g} seconds: the cell was interrupted.",
         "output": f"Output limit exceeded: the cell was stopped after {limits.stop_output_bytes:,} bytes of output.",
-        "disk": f"Disk limit exceeded: /mnt/data may hold {limits.disk_bytes:,} bytes; the cell was stopped.",
-        "cpu": f"CPU time limit exceeded ({limits.cpu:g} seconds): the cell was stopped.",
+        "disk": f"Disk limit exceeded: /mnt/data may hold {limits.disk_bytes:,} bytes; the cell was stopped (or "
+                "failed writing: the disk is full). Delete files in /mnt/data to make room.",
+        "cpu": f"CPU time limit exceeded ({limits.cpu:g} seconds, all the call's processes together): the cell "
+               "was stopped.",
         "memory": f"Memory limit exceeded ({limits.memory >> 20} MiB).",
         "crashed": "The interpreter stopped unexpectedly.",
     }.get(kind, "")

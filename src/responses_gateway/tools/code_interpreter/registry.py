@@ -36,7 +36,8 @@ from typing import Any
 
 from ...errors import APIError
 from ...ids import new_id
-from . import files
+from . import disk, files
+from .cgroups import Cgroups
 from .channel import Interpreter, Result
 from .sandbox import MEMORY_LIMITS, Limits, Sandbox, SandboxError, Spec
 from .store import Containers
@@ -64,6 +65,8 @@ class Options:
     key_containers: int = 100
     max_live: int = 16
     stored_file_bytes: int = 32 << 20  # larger files stay in the live container only
+    cgroups: Cgroups | None = None  # where containers' memory cgroups are made (None: the watcher holds it)
+    disk: str = disk.POLLED  # disk.FILESYSTEM: each live container's /mnt/data is a filesystem of its own
 
 
 @dataclass
@@ -231,10 +234,16 @@ class Registry:
         await self._make_room()
         generation = await self.store.claim_container(cid, self.replica)
         data = self.options.base / cid / "data"
-        await asyncio.to_thread(shutil.rmtree, data.parent, True)
-        await asyncio.to_thread(_make_data, data, self.owner_ids)
+        await asyncio.to_thread(_remove_data, data)
         limits = replace(self.options.limits, memory=MEMORY_LIMITS.get(row["memory_limit"], MEMORY_LIMITS["1g"]))
-        interpreter = Interpreter(self.sandbox, Spec(data, limits, os.urandom(12).hex()))
+        size = limits.disk_bytes if self.options.disk == disk.FILESYSTEM else 0
+        try:
+            await asyncio.to_thread(_make_data, data, self.owner_ids, size)
+        except OSError as exc:
+            await asyncio.to_thread(_remove_data, data)
+            raise ContainerError(503, f"The code interpreter could not make the container's disk: {exc}",
+                                 type="server_error", code="sandbox_unavailable") from None
+        interpreter = Interpreter(self.sandbox, Spec(data, limits, os.urandom(12).hex()), self.options.cgroups)
         live = Live(cid, owner, generation, interpreter, data, row["minutes"])
         for stored in await self.store.all_container_files(cid):
             content = await self.store.read_container_file(cid, stored["id"])
@@ -246,7 +255,7 @@ class Registry:
             await interpreter.start()
         except BaseException as exc:  # failed, or cancelled (the caller left): nothing is left running
             await asyncio.shield(interpreter.stop())
-            await asyncio.to_thread(shutil.rmtree, data.parent, True)
+            await asyncio.to_thread(_remove_data, data)
             if isinstance(exc, SandboxError):
                 raise ContainerError(503, f"The code interpreter could not start: {exc}", type="server_error",
                                      code="sandbox_unavailable") from None
@@ -336,7 +345,7 @@ class Registry:
         try:
             await live.interpreter.stop()
         finally:
-            await asyncio.to_thread(shutil.rmtree, live.data.parent, True)
+            await asyncio.to_thread(_remove_data, live.data)
 
     async def sweep(self, now: float | None = None) -> list[str]:
         """Stop workers idle past their container's minutes; expire idle containers in the store."""
@@ -367,11 +376,21 @@ class Registry:
                 log.exception("the container expiry sweep failed")
 
 
-def _make_data(data: Path, owner: tuple[int, int] | None) -> None:
+def _make_data(data: Path, owner: tuple[int, int] | None, size: int) -> None:
+    """A container's /mnt/data on the host: a filesystem of `size` bytes of its own (disk.py), or, with
+    `size` 0, a plain directory whose use is polled."""
     data.parent.mkdir(mode=0o711 if owner else 0o700, parents=True, exist_ok=True)
     data.mkdir(mode=0o700)
-    if owner is not None:
+    if size:
+        disk.make(data, size, owner)
+    elif owner is not None:
         os.chown(data, *owner)
+
+
+def _remove_data(data: Path) -> None:
+    """A container's /mnt data gone: its filesystem unmounted first, where it has one."""
+    disk.unmake(data)
+    shutil.rmtree(data.parent, ignore_errors=True)
 
 
 def public_container(row: dict[str, Any]) -> dict[str, Any]:

@@ -113,11 +113,12 @@ class Python:
         return list(self.site)
 
     def mounts(self) -> list[str]:
-        """Host directories to mount read-only at the same place."""
+        """Host directories to mount read-only at the same place (the site directories are mounted at
+        neutral paths instead: where the host keeps them is not the code's business)."""
         out = [self.prefix]
         if not _under(self.executable, self.prefix):
             out.append(os.path.dirname(self.executable))
-        return out + [p for p in self.site if not _under(p, self.prefix)]
+        return out
 
 
 def _under(path: str, parent: str) -> bool:

@@ -22,6 +22,7 @@ from typing import Any
 from ...errors import APIError
 from ...store import Files
 from ..frame import Start, Unavailable
+from . import cgroups, disk
 from .registry import Options, Registry
 from .sandbox import Limits, Sandbox
 from .settings import CodeInterpreterSettings
@@ -43,8 +44,15 @@ class CodeInterpreter:
 
     def describe(self) -> str:
         options = self.registry.options
+        if options.cgroups is not None:
+            memory = options.cgroups.kind
+        else:
+            memory = "a watcher of its processes' resident memory (no memory cgroup may be made here)"
+        held = ("a filesystem of its own per container" if options.disk == disk.FILESYSTEM
+                else "polled (the gateway cannot mount here)")
         return (f"bubblewrap sandbox, {options.max_live} live containers, {options.limits.timeout:g} s a call, "
-                f"memory up to {options.max_memory}")
+                f"memory up to {options.max_memory} held by {memory}; /mnt/data: {held}; no process outlives "
+                "its call")
 
     def file_url(self, container_id: str, file_id: str) -> str:
         """Where a client fetches a container file (an `image` output's URL)."""
@@ -109,6 +117,8 @@ async def serve(start: Start[CodeInterpreterSettings]) -> CodeInterpreter | Unav
         # not an error: `auto` asks for the tool only where it can run (the start-up block says why not, and
         # that --code-interpreter off leaves such requests to --hosted-tools instead)
         return Unavailable(problem, refuse=True)
+    found = await asyncio.to_thread(cgroups.Cgroups.find)
+    disk_mode = await asyncio.to_thread(disk.mode)
     registry = Registry(sandbox, store.role(ContainerQueries), Options(
         base=base,
         limits=Limits(timeout=settings.code_interpreter_timeout, cpu=settings.code_interpreter_timeout,
@@ -121,6 +131,8 @@ async def serve(start: Start[CodeInterpreterSettings]) -> CodeInterpreter | Unav
         key_containers=settings.code_interpreter_key_containers,
         max_live=settings.code_interpreter_max_live,
         stored_file_bytes=settings.code_interpreter_file_bytes,
+        cgroups=found if found.parent is not None else None,
+        disk=disk_mode,
     ))
     await registry.open()
     return CodeInterpreter(registry, start.settings.public_url, store)
@@ -135,6 +147,7 @@ def forget_dead(root: Path) -> None:
         except ValueError:
             continue
         except ProcessLookupError:
+            disk.unmake_all(directory)  # its containers' filesystems, before their directories go
             shutil.rmtree(directory, ignore_errors=True)
         except PermissionError:
             continue

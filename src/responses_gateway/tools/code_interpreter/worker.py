@@ -1,7 +1,7 @@
 """The interpreter worker: the one long-lived Python process of a container, run INSIDE the sandbox.
 
 This file is not imported by the gateway: the sandbox mounts it read-only and runs it with the sandbox's own
-interpreter (`python -I -S worker.py CONFIG`). It uses the standard library only, and it trusts nothing it
+interpreter (`python -I -S worker.py RFD WFD`, its settings the first message on the request pipe). It uses the standard library only, and it trusts nothing it
 runs: the code it executes is the model's, in the same process, so anything this process can do, that code
 can do too. The boundary is the sandbox around it (namespaces, the unprivileged uid, the seccomp filter, the
 limits set here before any code runs), never this file.
@@ -18,7 +18,8 @@ the code as a notebook cell: the statements, then the last one's value if it is 
 cell the worker saves the open matplotlib figures as PNG files in /mnt/data, writes the end marker of cell
 `n` on the output pipe (so the gateway knows which output belongs to it) and replies
 `{"cell": n, "kind": "ok"|"error"|"interrupted"|"cpu"|"memory", "value": repr or null, "error":
-traceback or null, "figures": [paths]}`.
+traceback or null, "figures": [paths], "strays": n}` — `strays`: the processes the cell left running, ended
+before the reply (`end_strays`).
 """
 
 import ast
@@ -32,6 +33,7 @@ import resource
 import signal
 import struct
 import sys
+import time
 import traceback
 import warnings
 from types import FrameType
@@ -51,7 +53,9 @@ class State:
 
 
 def main() -> None:
-    config = json.loads(sys.argv[1])
+    config = receive(os.fdopen(int(sys.argv[1]), "rb", buffering=0, closefd=False))
+    if not isinstance(config, dict):
+        sys.exit("the worker got no settings")
     drop_privileges(config)
     set_limits(config["limits"])
     rfd, wfd = config["rfd"], config["wfd"]
@@ -85,12 +89,36 @@ def main() -> None:
         if request is None:
             return  # the gateway closed the pipe: the container is stopping
         reply = run_cell(namespace, request, figures)
+        reply["strays"] = end_strays()
         for stream_ in (sys.stdout, sys.stderr):
             with contextlib.suppress(BaseException):  # the code may have replaced or closed them
                 stream_.flush()
         with contextlib.suppress(OSError):  # or closed fd 1: the gateway then waits a moment for nothing
             os.write(1, marker + str(request["cell"]).encode() + b"\0")
         send(writer, reply)
+
+
+def end_strays() -> int:
+    """End every other process of the container, after each cell: the worker is the init of the sandbox's
+    PID namespace (bubblewrap's --as-pid-1), so `kill(-1)` reaches every process the cell started — detached,
+    in a session of its own, a fork bomb's children — and nothing else. They are reaped until none is left
+    (the namespace's orphans are this process's children). How many there were."""
+    if os.getpid() != 1:
+        return 0  # not a PID namespace's init (another backend): the gateway kills the group instead
+    ended = 0
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return ended  # no process left but this one
+        if pid:
+            ended += 1
+        else:
+            time.sleep(0.002)
+    return ended
 
 
 def stream(fd: int) -> io.TextIOWrapper:
