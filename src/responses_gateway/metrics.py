@@ -91,6 +91,19 @@ in_flight = Gauge("responses_gateway_responses_in_flight", "Responses being gene
                   "summed over live workers.", multiprocess_mode="livesum")
 
 
+# Pools of replicas (upstreams/pool.py): per route and replica (bounded by the routing file).
+pool_in_flight = Gauge("responses_gateway_pool_in_flight", "Generation steps in flight on each replica of a pool.",
+                       ["route", "replica"], multiprocess_mode="livesum")
+pool_requests = Counter("responses_gateway_pool_requests", "Generation steps sent to each replica of a pool.",
+                        ["route", "replica"])
+pool_failures = Counter("responses_gateway_pool_failures", "Steps a replica failed before its stream started "
+                        "(retried on another).", ["route", "replica"])
+pool_ejections = Counter("responses_gateway_pool_ejections", "Times a replica was ejected for a cooldown.",
+                         ["route", "replica"])
+pool_affinity = Counter("responses_gateway_pool_affinity", "Continuing sessions that stayed on their replica (hit) "
+                        "or moved (move).", ["route", "outcome"])
+
+
 def render() -> bytes:
     if os.environ.get(MULTIPROC_ENV):
         registry = CollectorRegistry()
