@@ -175,3 +175,13 @@ def test_weights_share_the_load(tmp_path):
     finally:
         for up in ups:
             up.stop()
+
+
+def test_the_replica_is_in_the_access_log_line(replicas, caplog):
+    caplog.set_level("INFO")
+    with GatewayServer(Settings(upstream_url=_pool(replicas), db="none", access_log=True)) as gw:
+        _client(gw).responses.create(model="m", input="which replica?", store=False)
+        time.sleep(0.2)
+    served = _served(replicas).index(1)
+    lines = [r.getMessage() for r in caplog.records if '"POST /v1/responses' in r.getMessage()]
+    assert lines and lines[-1].endswith(f"replica={replicas[served].base_url}"), lines

@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from .. import metrics
 from ..errors import UpstreamError
+from ..logs import REPLICA
 from ..net.urls import safe_url
 from .base import Batch, Call, EventStream, Route, Upstream
 
@@ -130,6 +131,7 @@ class Pool:
                 self._done(member)
                 raise
             member.failures = 0
+            REPLICA.set(member.label)  # the access log line and the response's span name it
             if key:
                 self._remember(key, member)
             return Released(stream, lambda m=member: self._done(m))
