@@ -34,10 +34,13 @@ import hashlib
 import logging
 import math
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from .. import metrics
 from ..errors import UpstreamError
@@ -63,7 +66,7 @@ class Replica:
     weight: float = 1.0
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: `in` over members is per step, field-by-field equality is not cheap
 class Member:
     """A replica in use: its upstream, and what the pool knows of it."""
 
@@ -73,6 +76,10 @@ class Member:
     in_flight: int = 0
     failures: int = 0  # in a row
     ejected_until: float = 0.0
+    requests: int = 0  # counts for /metrics, read at scrape time (COLLECTOR): no metric call per step
+    failed: int = 0
+    ejections: int = 0
+
 
     def healthy(self, now: float) -> bool:
         return now >= self.ejected_until
@@ -93,6 +100,10 @@ class Pool:
         self.probe_interval = probe_interval
         self.members = [Member(r, build(replace(route, base_url=r.base_url, api_key=r.api_key)),
                                safe_url(r.base_url)) for r in replicas]
+        self.weight = sum(m.replica.weight for m in self.members)
+        self.hits = 0  # continuing sessions kept on their replica, and moved
+        self.moves = 0
+        COLLECTOR.pools.add(self)
         self.label = f"pool of {len(self.members)} ({', '.join(m.label for m in self.members)})"
         self.sessions: OrderedDict[str, Member] = OrderedDict()
         self.turn = 0  # round robin's position
@@ -116,8 +127,7 @@ class Pool:
                 raise self._none_healthy()
             tried.append(member)
             member.in_flight += 1
-            metrics.pool_in_flight.labels(self.name, member.label).inc()
-            metrics.pool_requests.labels(self.name, member.label).inc()
+            member.requests += 1
             try:
                 stream = await member.upstream.open(call)
             except UpstreamError as exc:
@@ -160,6 +170,10 @@ class Pool:
     def choose(self, key: str, tried: list[Member]) -> Member | None:
         """The replica for a step of session `key` ("" for none), none of `tried`; None when none is left."""
         now = time.monotonic()
+        last = self.sessions.get(key) if key and self.balance == "affinity" else None
+        if last is not None and now >= last.ejected_until and last not in tried and last.load() <= self._bound():
+            self.hits += 1  # the common case: a continuing session on its healthy, not overloaded replica
+            return last
         healthy = [m for m in self.members if m not in tried and m.healthy(now)]
         if not healthy:
             return None
@@ -168,22 +182,23 @@ class Pool:
             return healthy[self.turn % len(healthy)]
         if self.balance == "least_loaded" or not key:
             return min(healthy, key=Member.load)
-        bound = self.max_load * (sum(m.in_flight for m in self.members) + 1) / sum(
-            m.replica.weight for m in self.members)
-        bound = max(bound, 1.0)
-        last = self.sessions.get(key)
-        if last is not None and last in healthy and last.load() <= bound + 1e-9:
-            metrics.pool_affinity.labels(self.name, "hit").inc()
-            return last
+        bound = self._bound()
         for member in sorted(healthy, key=lambda m: rendezvous(key, m), reverse=True):
-            if member.load() <= bound + 1e-9:
+            if member.load() <= bound:
                 chosen = member
                 break
         else:
             chosen = min(healthy, key=Member.load)
         if last is not None:
-            metrics.pool_affinity.labels(self.name, "move").inc()
+            self.moves += 1
         return chosen
+
+    def _bound(self) -> float:
+        """The most load (in flight + this step, per unit of weight) a replica may take for affinity."""
+        flying = 0
+        for member in self.members:
+            flying += member.in_flight
+        return max(1.0, self.max_load * (flying + 1) / self.weight) + 1e-9
 
     def _remember(self, key: str, member: Member) -> None:
         self.sessions[key] = member
@@ -210,14 +225,13 @@ class Pool:
 
     def _done(self, member: Member) -> None:
         member.in_flight -= 1
-        metrics.pool_in_flight.labels(self.name, member.label).dec()
 
     def _failed(self, member: Member, exc: UpstreamError) -> None:
         member.failures += 1
         cooldown = min(MAX_COOLDOWN, COOLDOWN * 2 ** (member.failures - 1))
         member.ejected_until = time.monotonic() + cooldown
-        metrics.pool_failures.labels(self.name, member.label).inc()
-        metrics.pool_ejections.labels(self.name, member.label).inc()
+        member.failed += 1
+        member.ejections += 1
         log.warning("pool %s: replica %s failed (%s); ejected for %g s", self.name, member.label, exc.message,
                     cooldown)
 
@@ -279,6 +293,39 @@ class Released:
                 release()
 
 
+class Collector:
+    """The pools' per-replica counts for /metrics, read at scrape time."""
+
+    def __init__(self) -> None:
+        self.pools: weakref.WeakSet[Pool] = weakref.WeakSet()
+
+    def collect(self) -> Iterator[Metric]:
+        in_flight = GaugeMetricFamily("responses_gateway_pool_in_flight",
+                                      "Generation steps in flight on each replica of a pool.", labels=LABELS)
+        requests = CounterMetricFamily("responses_gateway_pool_requests",
+                                       "Generation steps sent to each replica of a pool.", labels=LABELS)
+        failures = CounterMetricFamily("responses_gateway_pool_failures", "Steps a replica failed before its "
+                                       "stream started (retried on another).", labels=LABELS)
+        ejections = CounterMetricFamily("responses_gateway_pool_ejections",
+                                        "Times a replica was ejected for a cooldown.", labels=LABELS)
+        affinity = CounterMetricFamily("responses_gateway_pool_affinity", "Continuing sessions that stayed on "
+                                       "their replica (hit) or moved (move).", labels=["route", "outcome"])
+        for pool in list(self.pools):
+            for m in pool.members:
+                in_flight.add_metric([pool.name, m.label], m.in_flight)
+                requests.add_metric([pool.name, m.label], m.requests)
+                failures.add_metric([pool.name, m.label], m.failed)
+                ejections.add_metric([pool.name, m.label], m.ejections)
+            affinity.add_metric([pool.name, "hit"], pool.hits)
+            affinity.add_metric([pool.name, "move"], pool.moves)
+        yield from (in_flight, requests, failures, ejections, affinity)
+
+
+LABELS = ["route", "replica"]
+COLLECTOR = Collector()
+metrics.register(COLLECTOR)
+
+
 def retryable(exc: UpstreamError) -> bool:
     """Failed before the stream in a way another replica may not: unreachable, a timeout, 5xx, 429."""
     return exc.status >= 500 or exc.status == 429
@@ -295,7 +342,10 @@ def session_key(call: Call) -> str:
     for item in call.items:
         if isinstance(item, dict):
             # its content, not its id: the first turn's input has none yet, the next turns' history has it
-            seen = f"{item.get('type')}\0{item.get('role')}\0{item.get('content')!r:.4096}"
+            content = item.get("content")
+            if isinstance(content, list):
+                content = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+            seen = f"{item.get('type')}\0{item.get('role')}\0{str(content)[:4096]}"
             return "t:" + hashlib.blake2b(seen.encode(errors="replace"), digest_size=12).hexdigest()
     return ""
 
