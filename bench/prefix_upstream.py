@@ -4,7 +4,8 @@ prompt tokens this replica has not seen, as vLLM's and SGLang's automatic prefix
     python -m bench.prefix_upstream --port 8001 --prefill-us 20 --cache-tokens 200000
 
 Each request's messages are hashed as a chain (message i's hash covers messages 0..i); the longest chain this
-replica holds costs nothing to prefill, every other token `--prefill-us` microseconds (tokens: characters / 4).
+replica holds costs nothing to prefill, every other token `--prefill-us` microseconds (tokens: characters / 4),
+one prefill at a time (a replica's prefill throughput is bounded: misses queue behind each other).
 After prefill the request's chain, and the answer it generates (the next turn sends it back), are cached;
 the cache holds at most `--cache-tokens` tokens, the least recently used chains evicted first. It then
 streams `--tokens` tokens, `--token-ms` apart, in vLLM's chunk shape, with usage.
@@ -74,6 +75,7 @@ def make_app(opts: argparse.Namespace) -> web.Application:
     cache = PrefixCache(opts.cache_tokens)
     stats = {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0}
     words = [f" w{i}" for i in range(opts.tokens)]
+    prefill = asyncio.Lock()
 
     async def completions(request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -84,7 +86,8 @@ def make_app(opts: argparse.Namespace) -> web.Application:
         stats["requests"] += 1
         stats["prompt_tokens"] += total
         stats["cached_tokens"] += cached
-        await asyncio.sleep((total - cached) * opts.prefill_us / 1e6)
+        async with prefill:  # one prefill at a time: a replica's prefill throughput is what it is
+            await asyncio.sleep((total - cached) * opts.prefill_us / 1e6)
         answer = "".join(words)
         full = messages + [{"role": "assistant", "content": answer}]
         cache.add(*chain(full))
