@@ -129,7 +129,8 @@ def measure(case: str, scale: float, up_url: str, gw: Proc, gw_url: str, out: Pa
         control("-i", "off", str(gw.pid))
         result = load.RunResult(samples=[load.Sample(ok=True, reads=1) for _ in range(answered)])
         return _dumped(case, n, tokens, gw, out, result)
-    post_json(f"{up_url}/_bench/config", {**config, "first_token_ms": None})
+    for url in up_url.split(","):  # each replica of a pool (--pool)
+        post_json(f"{url}/_bench/config", {**config, "first_token_ms": None})
     body = load.request_body("gateway", store=store)
     asyncio.run(load.run_load(gw_url, "gateway", warm, concurrency, body, 600))
     control("-z", str(gw.pid))
@@ -166,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="`store` of the requests: false counts a response without the store's work [true]")
     p.add_argument("--db", default=None, help="the gateway's --db [a SQLite file in a temporary directory]; "
                                               "none: no store at all")
+    p.add_argument("--pool", action="store_true",
+                   help="the gateway's upstream a pool of two replicas (two fake upstreams): what "
+                        "pool routing costs (docs/routing.md, \"Pools\")")
     p.add_argument("--server", choices=("gateway", "translator"), default="gateway",
                    help="count the gateway's instructions, or the lean translator's (bench/lean_translator.py) "
                         "under the same load")
@@ -180,16 +184,27 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(tmp)
         up = Proc("upstream", [sys.executable, "-m", "bench.fake_upstream", "--port", "0"], out, clean_env(),
                   capture_stdout=True)
+        up2 = Proc("upstream2", [sys.executable, "-m", "bench.fake_upstream", "--port", "0"], out, clean_env(),
+                   capture_stdout=True) if opts.pool else None
         gw = None
         try:
             up_url = up.first_line(timeout=20).split()[-2].removesuffix("/v1")
             wait_http(f"{up_url}/health", up)
+            second = None
+            if up2 is not None:
+                second = up2.first_line(timeout=20).split()[-2].removesuffix("/v1")
+                wait_http(f"{second}/health", up2)
             port = free_port()
             if opts.server == "translator":
                 server = ["bench.lean_translator", "--upstream", f"{up_url}/v1", "--port", str(port)]
             else:
-                server = ["responses_gateway", "serve", "--upstream", f"{up_url}/v1", "--host", "127.0.0.1",
-                          "--port", str(port), "--db", opts.db or str(out / "responses.db"), "--log-level", "warning"]
+                upstream = f"{up_url}/v1" + (f",{second}/v1" if second else "")
+                # the load's requests are one session: with no load bound they all stay on its replica, so the
+                # upstream's side is the same as without a pool and the difference is the pool's own work
+                pooled = ["--affinity-max-load", "1000000"] if second else []
+                server = ["responses_gateway", "serve", "--upstream", upstream, "--host", "127.0.0.1",
+                          "--port", str(port), "--db", opts.db or str(out / "responses.db"), "--log-level", "warning",
+                          *pooled]
             gw = Proc("gateway", ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                                   f"--callgrind-out-file={out}/callgrind.%p", sys.executable, "-m", *server],
                       out, clean_env(opts.gateway_src))
@@ -197,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             wait_http(f"{gw_url}/health", gw, timeout=300)
             rows = {}
             for case in opts.cases.split(","):
-                row = rows[case] = measure(case, opts.scale, up_url, gw, gw_url, out, store=opts.store == "true")
+                row = rows[case] = measure(case, opts.scale, up_url + (f",{second}" if second else ""), gw, gw_url, out,
+                                           store=opts.store == "true")
                 per_token = f"{row['instructions'] / row['tokens'] / 1e3:8.1f} k/token all-in, " if row["tokens"] else ""
                 print(f"{case:10s} {row['instructions'] / 1e6:8.3f} M instructions/{'request' if case == 'health' else 'response'}  "
                       f"({per_token}{row['responses']} {'requests' if case == 'health' else 'responses'}, "
@@ -226,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
             if gw is not None:
                 gw.stop()
             up.stop()
+            if up2 is not None:
+                up2.stop()
     return 0
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .edge import HttpEdge, edge_of
-from .logs import RESPONSE_ID
+from .logs import REPLICA, RESPONSE_ID
 
 log = logging.getLogger("responses_gateway.access")
 
@@ -51,6 +51,7 @@ async def served(scope: Scope, receive: Receive, send: Send, app: ASGIApp) -> No
         await send(message)
 
     token = RESPONSE_ID.set(None)  # the id this request makes, if any, is read back below
+    replica = REPLICA.set(None)  # and the replica of a pool it went to (upstreams/pool.py)
     try:
         await app(scope, receive, counting)
     finally:
@@ -63,9 +64,13 @@ async def served(scope: Scope, receive: Receive, send: Send, app: ASGIApp) -> No
         version = scope.get("http_version", "1.1")
         fields: dict[str, Any] = {"client": _client(scope), "method": method, "path": scope.get("path", ""),
                                   "status": status, "bytes": sent, "duration_ms": ms}
-        log.info('%s "%s %s HTTP/%s" %d %d %.1fms %s', fields["client"], method, target, version, status, sent, ms,
-                 response_id or "-", extra={"fields": fields})
+        served_by = REPLICA.get()
+        if served_by is not None:
+            fields["replica"] = served_by
+        log.info('%s "%s %s HTTP/%s" %d %d %.1fms %s%s', fields["client"], method, target, version, status, sent, ms,
+                 response_id or "-", f" replica={served_by}" if served_by else "", extra={"fields": fields})
         RESPONSE_ID.reset(token)
+        REPLICA.reset(replica)
 
 
 def websocket_opened(scope: Scope) -> float:

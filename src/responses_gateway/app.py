@@ -36,7 +36,7 @@ from .background import Background
 from .config import Settings
 from .door import Door, Limits
 from .errors import APIError
-from .routing import Router, Rule, load_rules
+from .routing import Router, Rule, load_rules, pool_rule
 from .services import Services, of
 from .shared_limits import SharedLimits
 from .shutdown import on_sigterm
@@ -52,7 +52,9 @@ def make_router(settings: Settings, upstream: Upstream | None = None) -> Router:
     if upstream is not None:
         return Router.single(upstream, settings.route())
     if settings.config:
-        return Router(load_rules(settings.config))
+        return Router(load_rules(settings.config), max_load=settings.affinity_max_load)
+    if "," in settings.upstream_url:  # --upstream a,b,...: a pool
+        return Router([pool_rule(settings.upstream_url, settings.route())], max_load=settings.affinity_max_load)
     return Router([Rule("*", settings.route())])
 
 
@@ -117,6 +119,8 @@ async def health(request: Request) -> Response:
     within --health-db-timeout seconds (a stalled database makes stored requests fail, so it is down)."""
     services = of(request.app)
     store = services.store
+    if services.router.pools():
+        return await pool_health(services)
     if store is None:
         return Response(b'{"status":"ok"}', media_type="application/json")
     timeout = services.settings.health_db_timeout
@@ -135,6 +139,23 @@ async def health(request: Request) -> Response:
         return Response(b'{"status":"ok","database":"ok"}', media_type="application/json")
     log.warning("health: %s", problem)
     return Response(orjson.dumps({"status": "unavailable", "database": problem}), status_code=503,
+                    media_type="application/json")
+
+
+async def pool_health(services: Services) -> Response:
+    """/health with pools of replicas: each replica's health too (a pool with none healthy is down)."""
+    body: dict[str, Any] = {"status": "ok"}
+    if services.store is not None:
+        try:
+            async with asyncio.timeout(services.settings.health_db_timeout):
+                await services.store.ping()
+            body["database"] = "ok"
+        except Exception as exc:  # noqa: BLE001 (any failure is the database being down)
+            body.update(status="unavailable", database=f"the database failed: {type(exc).__name__}")
+    body["pools"] = {pool.name: pool.health() for pool in services.router.pools()}
+    if any(not any(r["healthy"] for r in replicas) for replicas in body["pools"].values()):
+        body["status"] = "unavailable"
+    return Response(orjson.dumps(body), status_code=200 if body["status"] == "ok" else 503,
                     media_type="application/json")
 
 

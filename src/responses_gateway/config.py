@@ -41,8 +41,15 @@ class Settings:
     # -- upstream ----------------------------------------------------------------------------------------
     upstream_url: str = setting(
         DEMO_UPSTREAM, flag="--upstream", env="RG_UPSTREAM_URL", metavar="URL", group=UPSTREAM,
-        help="Chat Completions base URL, e.g. http://127.0.0.1:8000/v1, or 'demo' for the built-in scripted demo "
-             "model", doc="Chat Completions base URL, or `demo`")
+        help="Chat Completions base URL, e.g. http://127.0.0.1:8000/v1 (several, comma-separated: replicas of one "
+             "model, a pool), or 'demo' for the built-in scripted demo model",
+        doc="Chat Completions base URL (several, comma-separated: a pool of replicas, "
+            "[docs/routing.md](docs/routing.md#pools)), or `demo`")
+    affinity_max_load: float = setting(
+        1.5, check="positive", group=UPSTREAM,
+        help="a pool keeps a session on its replica while that replica's load is at most this times the mean",
+        doc="a pool keeps a session on the replica of its last turn while that replica's load (requests in flight "
+            "per unit of weight) is at most this times the pool's mean ([docs/routing.md](docs/routing.md#pools))")
     config: str | None = setting(
         None, metavar="FILE", group=UPSTREAM, help="TOML file routing model names to upstreams (docs/routing.md)",
         doc="TOML routing of model names to several upstreams (Chat Completions, Anthropic Messages, Responses), "
@@ -356,6 +363,7 @@ def check(settings: Settings) -> Settings:
         raise ValueError(f"--public-url must be an http(s) URL; got {settings.public_url!r}")
     if settings.redis_url and not settings.redis_url.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(f"--redis must be a redis://, rediss:// or unix:// URL; got {settings.redis_url!r}")
-    if not settings.is_demo and not settings.upstream_url.startswith(("http://", "https://")):
+    if not settings.is_demo and not all(u.strip().startswith(("http://", "https://"))
+                                        for u in settings.upstream_url.split(",")):
         raise ValueError(f"--upstream must be an http(s) URL or 'demo'; got {settings.upstream_url!r}")
     return settings

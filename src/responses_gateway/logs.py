@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 
 RESPONSE_ID: ContextVar[str | None] = ContextVar("response_id", default=None)
+REPLICA: ContextVar[str | None] = ContextVar("replica", default=None)  # a pool's replica the request went to
 TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 

@@ -9,6 +9,7 @@ its own counters plus the usual process and Python collectors.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -91,9 +92,22 @@ in_flight = Gauge("responses_gateway_responses_in_flight", "Responses being gene
                   "summed over live workers.", multiprocess_mode="livesum")
 
 
+# Collectors read at scrape time (e.g. the pools' per-replica counts, upstreams/pool.py): plain integers on the
+# request path, no metric call per request. With several workers each scrape shows the answering worker's.
+EXTRA: list[Any] = []
+
+
 def render() -> bytes:
     if os.environ.get(MULTIPROC_ENV):
         registry = CollectorRegistry()
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
+        for collector in EXTRA:
+            registry.register(collector)
         return generate_latest(registry)
     return generate_latest(REGISTRY)
+
+
+def register(collector: Any) -> None:
+    """A collector read at every scrape, in single- and multi-process mode alike."""
+    EXTRA.append(collector)
+    REGISTRY.register(collector)

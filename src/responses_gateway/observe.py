@@ -16,6 +16,7 @@ from time import monotonic, time_ns
 from typing import Any
 
 from . import metrics, tracing
+from .logs import REPLICA
 
 
 class Observation:
@@ -100,6 +101,9 @@ class Observation:
         if self.span is not None:
             self.span.set_attributes({"responses_gateway.response_id": final["id"],
                                       "responses_gateway.status": final["status"]})
+            replica = REPLICA.get()
+            if replica is not None:
+                self.span.set_attribute("responses_gateway.replica", replica)
             if usage:
                 self.span.set_attributes({"gen_ai.usage.input_tokens": usage.get("input_tokens") or 0,
                                           "gen_ai.usage.output_tokens": usage.get("output_tokens") or 0})
