@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from responses_gateway.config import Settings
-from tests.support.backends import GatewayProcess
+from tests.support.backends import GatewayProcess, closed_counts
 from tests.support.fake_chat import Stream, text_stream
 from tests.support.server import GatewayServer
 
@@ -27,12 +27,7 @@ def _connect(port: int) -> socket.socket:
 
 
 def _closed_counts(gw: GatewayProcess) -> dict[str, float]:
-    """`responses_gateway_connections_closed_total` by reason."""
-    out = {}
-    for line in httpx.get(f"{gw.url}/metrics", timeout=10).text.splitlines():
-        if line.startswith('responses_gateway_connections_closed_total{reason="'):
-            out[line.split('"')[1]] = float(line.split()[-1])
-    return out
+    return closed_counts(gw.url)
 
 
 def _closed_after(socks: dict[str, list[socket.socket]], started: float, limit: float,

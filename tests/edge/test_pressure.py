@@ -15,7 +15,7 @@ import time
 import httpx
 import orjson
 
-from tests.support.backends import GatewayProcess
+from tests.support.backends import GatewayProcess, closed_counts
 
 MiB = 1024 * 1024
 HEALTH = b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n"
@@ -42,11 +42,7 @@ def _answer(sock: socket.socket, limit: float = 15.0) -> bytes:
 
 
 def _closed_counts(gw: GatewayProcess) -> dict[str, float]:
-    out = {}
-    for line in httpx.get(f"{gw.url}/metrics", timeout=10).text.splitlines():
-        if line.startswith('responses_gateway_connections_closed_total{reason="'):
-            out[line.split('"')[1]] = float(line.split()[-1])
-    return out
+    return closed_counts(gw.url)
 
 
 def test_a_pipelined_flood_queues_to_a_bound_and_memory_stays_bounded(upstream, tmp_path):

@@ -268,3 +268,12 @@ def run_cli(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
                           timeout=timeout)
     assert done.returncode == 0, f"{args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
+
+
+def closed_counts(url: str, headers: dict[str, str] | None = None) -> dict[str, float]:
+    """A gateway's `responses_gateway_connections_closed_total` by reason (from its /metrics)."""
+    out = {}
+    for line in httpx.get(f"{url}/metrics", headers=headers, timeout=10).text.splitlines():
+        if line.startswith('responses_gateway_connections_closed_total{reason="'):
+            out[line.split('"')[1]] = float(line.split()[-1])
+    return out
