@@ -19,6 +19,7 @@ import pytest
 
 from responses_gateway.config import Settings
 from responses_gateway.routing import load_rules
+from tests.support.backends import pg_database  # noqa: F401 (fixture)
 from tests.support.fake_chat import DROP, FakeChatUpstream, Sleep, Stream, error_json, text_stream
 from tests.support.server import GatewayServer
 
@@ -128,8 +129,9 @@ def test_a_stream_cut_mid_way_is_not_retried(replicas):
         assert sum(_served(replicas)) == 1  # never sent again after the first event
 
 
-def test_two_gateways_on_one_database_route_a_session_the_same_way(replicas, tmp_path):
-    db = str(tmp_path / "shared.db")
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_two_gateways_on_one_database_route_a_session_the_same_way(replicas, tmp_path, request, database):
+    db = str(tmp_path / "shared.db") if database == "sqlite" else request.getfixturevalue("pg_database")
     with GatewayServer(Settings(upstream_url=_pool(replicas), db=db)) as a, \
             GatewayServer(Settings(upstream_url=_pool(replicas), db=db)) as b:
         previous = None
@@ -185,3 +187,50 @@ def test_the_replica_is_in_the_access_log_line(replicas, caplog):
     served = _served(replicas).index(1)
     lines = [r.getMessage() for r in caplog.records if '"POST /v1/responses' in r.getMessage()]
     assert lines and lines[-1].endswith(f"replica={replicas[served].base_url}"), lines
+
+
+def _fake_replica(tokens: int, delay_ms: float) -> tuple[subprocess.Popen, str]:
+    """bench.fake_upstream as a real process (it can be SIGKILLed mid-stream); its base URL."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench.fake_upstream", "--port", "0", "--tokens", str(tokens),
+                             "--delay-ms", str(delay_ms)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    return proc, next(word for word in line.split() if word.startswith("http://"))
+
+
+def test_a_replica_killed_mid_load(tmp_path):
+    """Two replica processes; one is SIGKILLed while 16 streams run: each stream ends with exactly one terminal
+    event (those on the dead replica `response.failed`, never retried), and every request after the kill
+    succeeds on the other replica (refused, retried, ejected: 0 failures)."""
+    import concurrent.futures
+    import signal
+
+    procs = [_fake_replica(40, 25) for _ in range(2)]
+    try:
+        pool = ",".join(url for _, url in procs)
+        with GatewayServer(Settings(upstream_url=pool, db="none")) as gw:
+            def stream(n: int) -> list[str]:
+                with httpx.stream("POST", f"{gw.url}/v1/responses", timeout=60,
+                                  json={"model": "m", "input": f"stream {n}", "stream": True, "store": False}) as a:
+                    return [line[7:] for line in a.iter_lines() if line.startswith("event: ")]
+
+            with concurrent.futures.ThreadPoolExecutor(16) as pool_:
+                running = [pool_.submit(stream, n) for n in range(16)]
+                time.sleep(0.4)  # every stream has started
+                procs[0][0].send_signal(signal.SIGKILL)
+                ends = [future.result() for future in running]
+            terminals = [[e for e in events if e in ("response.completed", "response.failed",
+                                                     "response.incomplete")] for events in ends]
+            assert all(len(t) == 1 for t in terminals), terminals
+            assert any(t == ["response.failed"] for t in terminals)  # the dead replica's streams
+            assert any(t == ["response.completed"] for t in terminals)  # the other's
+            with concurrent.futures.ThreadPoolExecutor(8) as pool_:
+                after = list(pool_.map(lambda n: httpx.post(f"{gw.url}/v1/responses", timeout=60, json={
+                    "model": "m", "input": f"after {n}", "store": False}), range(20)))
+            assert [a.status_code for a in after] == [200] * 20
+            assert all(a.json()["status"] == "completed" for a in after)
+    finally:
+        for proc, _ in procs:
+            proc.kill()
+            proc.wait()
