@@ -234,3 +234,20 @@ def test_a_replica_killed_mid_load(tmp_path):
         for proc, _ in procs:
             proc.kill()
             proc.wait()
+
+
+def test_retries_stop_at_the_steps_deadline(replicas, tmp_path):
+    """Each replica takes 1.5 s to answer and the route's first-byte deadline is 1 s: the first replica times
+    out, and no second attempt starts after the deadline (the request fails in about 1 s, not 3 x 1 s)."""
+    for up in replicas:
+        up.default = Stream(text_stream(["late"]), before_headers=1.5)
+    config = tmp_path / "routes.toml"
+    config.write_text(f'[[routes]]\nmatch = "*"\nfirst_byte_timeout = 1\n'
+                      f'base_url = [{", ".join(chr(34) + up.base_url + chr(34) for up in replicas)}]\n')
+    with GatewayServer(Settings(config=str(config), db="none")) as gw:
+        started = time.monotonic()
+        answer = httpx.post(f"{gw.url}/v1/responses", json={"model": "m", "input": "hi", "store": False}, timeout=30)
+        took = time.monotonic() - started
+    assert answer.status_code == 504 and answer.json()["error"]["code"] == "upstream_first_byte_timeout"
+    assert took < 2.5, took
+    assert sum(_served(replicas)) == 1

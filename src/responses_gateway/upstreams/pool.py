@@ -17,7 +17,8 @@ is an `Upstream` of upstreams, one per replica (each its own connection pool), a
   new replica from then on. `least_loaded` (weighted least outstanding requests) and `round_robin` are there
   to compare (bench/pools.py);
 - **fails over** before the first event only: a replica that refuses the connection, times out before its
-  first byte, or answers 5xx or 429 is retried on the next one within the request's deadlines, and is ejected
+  first byte, or answers 5xx or 429 is retried on the next one — no new attempt once the step's first-byte
+  deadline (else its total one) has passed since it began — and is ejected
   for a cooldown that doubles while it keeps failing (Envoy's outlier detection); `probe_interval` seconds,
   when set, sends `GET /models` to each ejected replica and brings back one that answers. With every replica
   ejected the pool answers 503 with `Retry-After` (OpenAI's error shape).
@@ -117,7 +118,12 @@ class Pool:
         key = session_key(call) if self.balance == "affinity" else ""
         tried: list[Member] = []
         last: UpstreamError | None = None
+        # retries stay within the step's own deadline: no new attempt starts once its first byte is overdue
+        limit = self.route.first_byte_timeout or self.route.total_timeout
+        deadline = time.monotonic() + limit if limit else math.inf
         while True:
+            if last is not None and time.monotonic() >= deadline:
+                raise last
             member = self.choose(key, tried)
             if member is None:
                 if last is not None and not self._any_healthy():
