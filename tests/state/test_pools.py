@@ -251,3 +251,25 @@ def test_retries_stop_at_the_steps_deadline(replicas, tmp_path):
     assert answer.status_code == 504 and answer.json()["error"]["code"] == "upstream_first_byte_timeout"
     assert took < 2.5, took
     assert sum(_served(replicas)) == 1
+
+
+def test_a_websocket_chain_stays_on_its_replica(replicas):
+    """A WebSocket connection's chain (its last response kept in memory, `store: false`) names its session by
+    the same first item: every turn goes to one replica."""
+    import json
+
+    from websockets.sync.client import connect
+
+    with GatewayServer(Settings(upstream_url=_pool(replicas), db="none")) as gw, \
+            connect(gw.url.replace("http://", "ws://", 1) + "/v1/responses") as ws:
+        previous = None
+        for turn in range(8):
+            ws.send(json.dumps({"type": "response.create", "model": "m", "input": f"turn {turn}", "store": False,
+                                **({"previous_response_id": previous} if previous else {})}))
+            while True:
+                event = json.loads(ws.recv(timeout=30))
+                if event["type"] == "response.completed":
+                    previous = event["response"]["id"]
+                    break
+                assert event["type"] not in ("response.failed", "error"), event
+    assert sorted(_served(replicas)) == [0, 0, 8]
