@@ -105,6 +105,7 @@ class Cgroups:
                 continue
             found.parent, found.v2 = parent, v2
             found.kind = f"cgroup {'v2 memory.max' if v2 else 'v1 memory.limit_in_bytes'} ({parent})"
+            forget_dead(parent)
             break
         return found
 
@@ -130,6 +131,27 @@ class Cgroups:
                 path.rmdir()
             return None
         return Cgroup(path, self.v2)
+
+
+def forget_dead(parent: Path) -> None:
+    """Remove the containers' cgroups of gateway processes that died without removing them (a SIGKILL): their
+    processes died with the sandboxes, an empty cgroup is all that is left."""
+    for child in parent.glob("responses-gateway-*-*"):
+        try:
+            pid = int(child.name.split("-")[2])
+        except (IndexError, ValueError):
+            continue
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # alive: its own
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        with contextlib.suppress(OSError):
+            child.rmdir()
 
 
 def _candidates() -> list[tuple[Path, bool]]:
