@@ -105,8 +105,10 @@ async def sweep_files_forever(store: Store, every: float = 3600.0) -> None:
 
 async def metrics_endpoint(request: Request) -> Response:
     """/metrics on the public port, as `scrape.public_access` decides (off: the 404 of any unknown path)."""
-    settings = of(request.app).settings
-    access = scrape.public_access(settings.metrics_key, settings.metrics_port, bool(settings.load_api_keys()))
+    services = of(request.app)
+    settings = services.settings
+    # the keys as loaded at start-up (`owners`): a scrape never reads --api-keys-file on the event loop
+    access = scrape.public_access(settings.metrics_key, settings.metrics_port, bool(services.owners))
     if access == "off":
         return render(APIError(404, "Invalid URL (GET /metrics)"))
     if access == "key" and not scrape.authorized(request.headers.get("authorization"), settings.metrics_key or ""):

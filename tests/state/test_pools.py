@@ -11,7 +11,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections import Counter
 
 import httpx
 import openai
@@ -172,8 +171,7 @@ def test_weights_share_the_load(tmp_path):
             for n in range(80):
                 _client(gw).responses.create(model="m", input=f"session {n}", store=False)
         served = _served(ups)
-        assert served[0] > 2 * served[1], served  # rendezvous weighted 3:1
-        assert Counter(served).total() == 2
+        assert sum(served) == 80 and served[0] > 2 * served[1], served  # rendezvous weighted 3:1
     finally:
         for up in ups:
             up.stop()
